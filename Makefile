@@ -1,0 +1,50 @@
+# The README's two commands: `make run` and `make test`. Everything they need is set up here.
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+REPORT ?= reports/diagnosis.html
+
+.PHONY: install dev system-tools run test lint typecheck unit bench clean
+
+## install: create .venv and install iogauge into it (idempotent; re-runs when pyproject changes)
+install: $(VENV)/.installed
+
+$(VENV)/.installed: pyproject.toml
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+	$(BIN)/python -m pip install -q -e .
+	@touch $@
+
+## dev: install plus test and lint tools
+dev: $(VENV)/.installed-dev
+
+$(VENV)/.installed-dev: $(VENV)/.installed
+	$(BIN)/python -m pip install -q -e '.[dev]'
+	@touch $@
+
+## system-tools: fio, sysstat and fuse3 for the end-to-end tests (installed when missing)
+system-tools:
+	@bash scripts/ensure-system-tools.sh
+
+## run: live diagnosis of this machine's disks, with an HTML report in $(REPORT)
+run: install
+	$(BIN)/iogauge diagnose --duration 10 --html $(REPORT)
+
+## test: lint (ruff), types (mypy on src), then the whole test suite incl. slow e2e tests
+test: dev system-tools lint typecheck unit
+
+lint: dev
+	$(BIN)/ruff check src tests benchmarks
+
+typecheck: dev
+	$(BIN)/mypy src
+
+unit: dev
+	$(BIN)/python -m pytest
+
+## bench: the performance scripts (figures with same-run baselines)
+bench: dev system-tools
+	$(BIN)/python benchmarks/collector_overhead.py
+
+clean:
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

@@ -1,0 +1,36 @@
+"""The `iogauge` command line. Each command lives in its own module; this file wires them."""
+
+from __future__ import annotations
+
+import typer
+
+from iogauge import __version__
+from iogauge.cli import iostat_cmd
+
+app = typer.Typer(
+    name="iogauge",
+    help="Is the disk the bottleneck, which one, why, and how much headroom is left? "
+         "Collects Linux block statistics live (exact to iostat -x), stores them, and "
+         "diagnoses them.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+
+app.command("iostat")(iostat_cmd.iostat)
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"iogauge {__version__}")
+        raise typer.Exit
+
+
+@app.callback()
+def _root(version: bool = typer.Option(False, "--version", callback=_version, is_eager=True,
+                                       help="Print the version and exit.")) -> None:
+    """iogauge: capability-aware disk bottleneck diagnosis and IOPS guarantees."""
+
+
+def main() -> None:
+    app()
