@@ -1,18 +1,23 @@
-"""Shared CLI plumbing: consoles, error reporting, interval pacing."""
+"""Shared CLI plumbing: consoles and error reporting."""
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 
 import typer
 from rich.console import Console
 
 from iogauge.errors import IogaugeError
+from iogauge.timing import paced
+
+__all__ = ["err", "out", "paced", "user_errors", "warn"]
 
 #: Results go to stdout; progress, warnings and errors to stderr, so `--json | jq` works.
+#: Piped output gets a wide virtual terminal so tables are not squeezed to 80 columns.
 out = Console(highlight=False, soft_wrap=True)
+if not out.is_terminal:
+    out = Console(highlight=False, soft_wrap=True, width=200)
 err = Console(stderr=True, highlight=False, soft_wrap=True)
 
 
@@ -28,21 +33,3 @@ def user_errors() -> Iterator[None]:
 
 def warn(message: str) -> None:
     err.print(f"[yellow]warning:[/] {message}")
-
-
-def paced(interval_s: float, count: int | None,
-          monotonic: Callable[[], float] = time.monotonic) -> Iterator[int]:
-    """Yield 0, 1, ... at ``interval_s`` spacing on the monotonic clock, without drift.
-
-    Each deadline is ``start + k * interval_s``; a late iteration does not push the next.
-    ``count`` None means forever.
-    """
-    start = monotonic()
-    k = 0
-    while count is None or k < count:
-        deadline = start + (k + 1) * interval_s
-        delay = deadline - monotonic()
-        if delay > 0:
-            time.sleep(delay)
-        yield k
-        k += 1

@@ -5,7 +5,7 @@ from __future__ import annotations
 import typer
 
 from iogauge import __version__
-from iogauge.cli import iostat_cmd
+from iogauge.cli import diagnose_cmd, iostat_cmd, record_cmd
 
 app = typer.Typer(
     name="iogauge",
@@ -18,6 +18,9 @@ app = typer.Typer(
 )
 
 app.command("iostat")(iostat_cmd.iostat)
+app.command("record")(record_cmd.record)
+app.command("export")(record_cmd.export)
+app.command("diagnose")(diagnose_cmd.diagnose)
 
 
 def _version(value: bool) -> None:
@@ -33,4 +36,12 @@ def _root(version: bool = typer.Option(False, "--version", callback=_version, is
 
 
 def main() -> None:
-    app()
+    try:
+        app()
+    except KeyboardInterrupt:
+        # Ctrl-C before a command installed its own handling (e.g. during start-up).
+        raise SystemExit(130) from None
+
+
+if __name__ == "__main__":
+    main()

@@ -85,16 +85,16 @@ def counter_deltas(prev: I64, cur: I64, prev_present: B, cur_present: B,
         old_layout = np.zeros(n, dtype=np.bool_)
     old_col = old_layout[:, None]
     count_back = neg & _COUNT_MASK[None, :] & ~old_col
-    reset = count_back.any(axis=1)
+    reset: B = np.asarray(count_back.any(axis=1), dtype=np.bool_)
     wrap = neg & (_MS_MASK[None, :] | (_COUNT_MASK[None, :] & old_col)) & ~reset[:, None]
     d = np.where(wrap, d + WRAP_32, d)
     out = d.astype(np.float64)
-    inflight = IDX["in_flight"]
-    out[:, inflight] = cur[:, inflight].astype(np.float64)
     out[~present] = np.nan
-    out[~cur_present[:, inflight], inflight] = np.nan
+    # in_flight is a gauge of the current snapshot: it needs only the current field.
+    inflight = IDX["in_flight"]
+    out[:, inflight] = np.where(cur_present[:, inflight], cur[:, inflight], np.nan)
     out[reset] = np.nan
-    return Deltas(out, reset, wrap.any(axis=1))
+    return Deltas(out, reset, np.asarray(wrap.any(axis=1), dtype=np.bool_))
 
 
 def _ratio(num: F64, den: F64, scale: float = 1.0) -> F64:

@@ -105,12 +105,13 @@ def parse_line(line: str, *, path: str = "/proc/diskstats",
     if n not in (4, 11, 15) and n < 17:
         raise InputFormatError(path, line_no, f"device {name}: {n} counters; known layouts "
                                "have 4, 11, 15 or 17+")
-    try:
-        nums = [int(x) for x in raw[:N_FIELDS]]
-    except ValueError:
-        bad = next(x for x in raw if not x.isdigit())
+    # ASCII digits only: int() would also take '+4', '1_000' and non-ASCII digits, and a
+    # character such as '²' (isdigit() but not int()) made the old lookup raise StopIteration.
+    bad = next((x for x in raw[:N_FIELDS] if not (x.isascii() and x.isdigit())), None)
+    if bad is not None:
         raise InputFormatError(path, line_no, f"device {name}: counter {bad!r} is not a "
-                               "non-negative integer") from None
+                               "non-negative integer")
+    nums = [int(x) for x in raw[:N_FIELDS]]
     for x in nums:
         if x < 0 or x > _U64_MAX:
             raise InputFormatError(path, line_no, f"device {name}: counter {x} out of range")

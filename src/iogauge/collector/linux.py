@@ -95,7 +95,7 @@ class IntervalResult:
 
 
 def frame_from_results(results: Sequence[IntervalResult], *, host: str,
-                       source: str = SOURCE) -> SampleFrame:
+                       source: str = SOURCE, validate: bool = False) -> SampleFrame:
     """Concatenate interval results into one SampleFrame with a single vectorised build."""
     results = [r for r in results if len(r)]
     if not results:
@@ -119,7 +119,10 @@ def frame_from_results(results: Sequence[IntervalResult], *, host: str,
                     dtype=np.float64) for r in results])
     df = pl.DataFrame(cols, nan_to_null=True, strict=False).with_columns(
         pl.col("ts").cast(pl.Datetime("us")).dt.replace_time_zone("UTC").cast(TS_DTYPE))
-    return SampleFrame(df)
+    # No re-validation: derive_metrics cannot produce a negative, NaN or infinite value
+    # from counter_deltas output and a positive interval (property-tested in
+    # tests/unit/test_derive.py), and validating every batch was ~half the recorder's CPU.
+    return SampleFrame(df, validate=validate)
 
 
 @dataclass
@@ -144,19 +147,21 @@ def _parse_cpu(text: str) -> list[int] | None:
 
 
 def cpu_shares(prev: list[int], cur: list[int]) -> dict[str, float | None]:
-    """iostat's avg-cpu shares from two ``/proc/stat`` ``cpu`` lines (sysstat rd_stats.c).
+    """iostat's avg-cpu shares from two ``/proc/stat`` ``cpu`` lines.
 
     Fields: user nice system idle iowait irq softirq steal guest guest_nice. The kernel
-    counts guest time inside user (and guest_nice inside nice), so sysstat subtracts them;
-    %system includes irq and softirq as iostat prints it.
+    counts guest time inside user (and guest_nice inside nice), so the total leaves guest
+    out (sysstat ``get_per_cpu_interval``) while %user and %nice keep it, as iostat and
+    ``sar -u`` print them; %system includes irq and softirq; %idle is 0 if idle went
+    backwards (sysstat's guard for tickless CPUs).
     """
     def get(v: list[int], i: int) -> int:
         return v[i] if i < len(v) else 0
 
     d = [get(cur, i) - get(prev, i) for i in range(10)]
-    if any(x < 0 for x in d[:8]):
+    if any(x < 0 for x in (d[0], d[1], d[2], d[4], d[5], d[6], d[7])):
         return dict.fromkeys(CPU_COLUMNS)
-    user, nice, system, idle, iowait, irq, softirq, steal, guest, guest_nice = d
+    user, nice, system, idle, iowait, irq, softirq, steal, _guest, _guest_nice = d
     total = user + nice + system + idle + iowait + irq + softirq + steal
     if total <= 0:
         return dict.fromkeys(CPU_COLUMNS)
@@ -165,8 +170,8 @@ def cpu_shares(prev: list[int], cur: list[int]) -> dict[str, float | None]:
         return max(x, 0) / total * 100.0
 
     return {
-        "cpu_user_pct": pct(user - guest),
-        "cpu_nice_pct": pct(nice - guest_nice),
+        "cpu_user_pct": pct(user),
+        "cpu_nice_pct": pct(nice),
         "cpu_system_pct": pct(system + irq + softirq),
         "cpu_iowait_pct": pct(iowait),
         "cpu_steal_pct": pct(steal),
@@ -202,6 +207,7 @@ class LinuxCollector:
         self._vanished: set[str] = set()
         self._cpu_prev: list[int] | None = None
         self._primed = False
+        self._last_mono: float | None = None  # monotonic time of the previous snapshot
         self._reported_missing: set[str] = set()
 
     # ---- public -------------------------------------------------------------------------
@@ -227,6 +233,7 @@ class LinuxCollector:
             self._state[name] = self._new_state(snap, i, mono)
         messages.extend(self._check_wanted(idx))
         self._primed = True
+        self._last_mono = mono
         return messages
 
     def since_boot(self) -> IntervalResult:
@@ -236,6 +243,9 @@ class LinuxCollector:
             uptime = float((self.procfs_root / "uptime").read_text().split()[0])
         except (OSError, ValueError, IndexError) as exc:
             raise CollectorError(f"cannot read {self.procfs_root / 'uptime'}: {exc}") from exc
+        if not uptime > 0:
+            raise CollectorError(f"{self.procfs_root / 'uptime'}: uptime {uptime} s is not "
+                                 "positive; no since-boot report")
         n = len(snap)
         zeros = np.zeros_like(snap.values)
         deltas = counter_deltas(zeros, snap.values, snap.present, snap.present, snap.old_layout)
@@ -283,7 +293,10 @@ class LinuxCollector:
                     messages.append(f"device {name} re-appeared; its counters restart "
                                     "(reset row)")
                     forced_reset[i] = emit[i] = True
-                    dt[i] = 1.0  # placeholder: a reset row carries no measure
+                    # A reset row carries no measure; it covers the time since the
+                    # previous snapshot, when the device was last seen absent.
+                    last = mono - 1.0 if self._last_mono is None else self._last_mono
+                    dt[i] = max(mono - last, 1e-9)
                 else:
                     messages.append(f"device {name} appeared; baselined, reported from the "
                                     "next sample")
@@ -307,6 +320,7 @@ class LinuxCollector:
             st.old_layout = bool(snap.old_layout[i])
             st.mono = mono
 
+        self._last_mono = mono
         current = set(names)
         for name in list(self._state):
             if name not in current and name not in bad_names:
@@ -322,11 +336,12 @@ class LinuxCollector:
         delta = deltas.delta
         delta[reset] = np.nan
         metrics = derive_metrics(delta, safe_dt)
-        for i in np.flatnonzero(deltas.reset & paired):
-            messages.append(f"device {names[i]}: counters went backwards (statistics reset); "
+        for j in np.flatnonzero(deltas.reset & paired):
+            messages.append(f"device {names[int(j)]}: counters went backwards (statistics reset); "
                             "interval reported as reset with no values")
         keep = [i for i in range(n) if emit[i]
-                and self._reportable(names[i], infos[i], snap.values[i])]
+                and self._reportable(names[i], infos[i], snap.values[i],
+                                     is_reset=bool(reset[i]))]
         return self._result(ts_us, names, infos, keep, safe_dt, metrics, reset, messages,
                             since_boot=False, cpu=cpu)
 
@@ -339,7 +354,7 @@ class LinuxCollector:
             raise CollectorError(f"cannot read {path}: {exc.strerror or exc}; is /proc "
                                  "mounted and readable?") from exc
         mono = self._monotonic()
-        ts_us = int(self._wall() * 1_000_000)
+        ts_us = round(self._wall() * 1_000_000)
         return parse_text(text.splitlines(), path=str(path)), mono, ts_us
 
     def _read_cpu(self) -> list[int] | None:
@@ -359,20 +374,25 @@ class LinuxCollector:
     def _check_wanted(self, idx: dict[str, int]) -> list[str]:
         if self.wanted is None:
             return []
+        dm_names = {s.info.dm_name for s in self._state.values() if s.info.dm_name}
         out = []
         for d in self.wanted:
-            if d not in idx and d not in self._reported_missing:
+            if d not in idx and d not in dm_names and d not in self._reported_missing:
                 self._reported_missing.add(d)
                 out.append(f"device {d} is not in {self.procfs_root / 'diskstats'}; it will "
                            "be reported if it appears")
         return out
 
-    def _reportable(self, name: str, info: DeviceInfo, values: npt.NDArray[np.int64]) -> bool:
+    def _reportable(self, name: str, info: DeviceInfo, values: npt.NDArray[np.int64], *,
+                    is_reset: bool = False) -> bool:
         if self.wanted is not None:
-            return name in self.wanted
+            # A dm device may be asked for by its dm name (vg0-root) as iostat -N shows it.
+            return name in self.wanted or (info.dm_name is not None
+                                           and info.dm_name in self.wanted)
         if info.kind == "partition" and not self.partitions:
             return False
-        if self.include_idle:
+        if self.include_idle or is_reset:
+            # A reset row must never be hidden, even when the new counters are still zero.
             return True
         # iostat hides devices that never did any I/O since boot.
         used = (values[IDX["rd_ios"]] + values[IDX["wr_ios"]] + values[IDX["dc_ios"]]

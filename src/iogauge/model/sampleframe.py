@@ -179,6 +179,7 @@ COLUMNS_BY_NAME: dict[str, Column] = {c.name: c for c in SAMPLE_COLUMNS}
 REQUIRED: tuple[str, ...] = tuple(c.name for c in SAMPLE_COLUMNS if c.required)
 MEASURES: tuple[str, ...] = tuple(c.name for c in SAMPLE_COLUMNS if c.dtype == pl.Float64()
                                   and c.name != "interval_s")
+_FLAGS: tuple[str, ...] = ("since_boot", "reset")
 #: Identity columns that, with ``ts``, identify a row.
 KEY: tuple[str, ...] = ("source", "host", "device", "ts")
 
@@ -213,8 +214,16 @@ class SampleFrame:
             raise SchemaError(f"unknown SampleFrame column(s): {', '.join(sorted(unknown))}")
         present = [c for c in SCHEMA if any(c in r for r in rows)]
         schema = {c: SCHEMA[c] for c in present}
-        return cls(pl.DataFrame([{c: r.get(c) for c in present} for r in rows], schema=schema,
-                                orient="row"))
+        if "ts" in schema and any(isinstance(r.get("ts"), str) for r in rows):
+            schema["ts"] = pl.String()  # ISO text (JSON output); parsed by _conform
+        # A flag absent from a record defaults to false, as an absent flag column does.
+        defaults = {c: (False if c in _FLAGS else None) for c in present}
+        try:
+            df = pl.DataFrame([{c: r.get(c, defaults[c]) for c in present} for r in rows],
+                              schema=schema, orient="row")
+        except (pl.exceptions.PolarsError, TypeError, ValueError) as exc:
+            raise SchemaError(f"records do not fit the SampleFrame schema: {exc}") from exc
+        return cls(df)
 
     @classmethod
     def concat(cls, frames: Sequence[SampleFrame]) -> SampleFrame:
@@ -259,19 +268,21 @@ class SampleFrame:
         if bad_kind.height:
             raise SchemaError(f"unknown device_kind {bad_kind['device_kind'][0]!r} for device "
                               f"{bad_kind['device'][0]!r}; allowed: {sorted(DEVICE_KINDS)}")
-        bad_iv = df.filter(pl.col("interval_s") <= 0)
+        # polars orders NaN above every number, so "<= 0" alone would let NaN through.
+        bad_iv = df.filter((pl.col("interval_s") <= 0) | pl.col("interval_s").is_nan()
+                           | pl.col("interval_s").is_infinite())
         if bad_iv.height:
             raise SchemaError(f"interval_s must be > 0; device {bad_iv['device'][0]!r} at "
                               f"{bad_iv['ts'][0]} has {bad_iv['interval_s'][0]}")
         # Every measure is a count, rate, time, size or share: none can be negative, and NaN
         # is not a value (producers write null for "not measured").
-        checks = [((pl.col(m) < 0) | pl.col(m).is_nan()).fill_null(False).alias(m)
-                  for m in MEASURES]
+        checks = [((pl.col(m) < 0) | pl.col(m).is_nan() | pl.col(m).is_infinite())
+                  .fill_null(False).alias(m) for m in MEASURES]
         flags = df.select(checks)
         for m in MEASURES:
             if flags[m].any():
                 row = df.filter(flags[m])
-                raise SchemaError(f"column {m!r} must be >= 0 and not NaN; device "
+                raise SchemaError(f"column {m!r} must be finite, >= 0 and not NaN; device "
                                   f"{row['device'][0]!r} at {row['ts'][0]} has {row[m][0]}")
         reset_rows = df.filter(pl.col("reset"))
         if reset_rows.height:
@@ -289,7 +300,11 @@ def _conform(df: pl.DataFrame) -> pl.DataFrame:
     for name, dtype in SCHEMA.items():
         if name in df.columns:
             src = df[name].dtype
-            if name == "ts" and isinstance(src, pl.Datetime) and src.time_zone is None:
+            if name == "ts" and src == pl.String():
+                # ISO-8601 text, as the JSON outputs write it (offset honoured, then UTC).
+                exprs.append(pl.col(name).str.to_datetime(time_unit="us", time_zone="UTC",
+                                                          strict=True))
+            elif name == "ts" and isinstance(src, pl.Datetime) and src.time_zone is None:
                 # A naive timestamp is taken as UTC; importers convert local times first.
                 exprs.append(pl.col(name).dt.replace_time_zone("UTC").dt.cast_time_unit("us"))
             elif src != dtype:

@@ -1,0 +1,36 @@
+"""Terminal rendering of summaries (rich)."""
+
+from __future__ import annotations
+
+from rich.console import Console
+from rich.table import Table
+
+from iogauge.analysis.summary import DeviceSummary
+from iogauge.model.device import DeviceInfo
+from iogauge.reporting.metrics import SUMMARY_FORMATS
+
+
+def summary_table(summaries: list[DeviceSummary], infos: dict[str, DeviceInfo],
+                  title: str) -> Table:
+    table = Table(title=title, title_justify="left", header_style="bold")
+    table.add_column("device")
+    table.add_column("kind")
+    for fmt in SUMMARY_FORMATS.values():
+        unit = f" ({fmt.unit})" if fmt.unit else ""
+        table.add_column(f"{fmt.title}{unit}", justify="right")
+    for s in summaries:
+        info = infos.get(s.device)
+        kind = s.kind
+        if info is not None and info.rotational is not None and s.kind in ("disk", "partition"):
+            kind += " (hdd)" if info.rotational else " (ssd)"
+        name = s.device if info is None or not info.dm_name else f"{s.device} ({info.dm_name})"
+        table.add_row(name, kind, *(f.fmt(getattr(s, k)) for k, f in SUMMARY_FORMATS.items()))
+    return table
+
+
+def print_summary(console: Console, summaries: list[DeviceSummary],
+                  infos: dict[str, DeviceInfo], title: str) -> None:
+    console.print(summary_table(summaries, infos, title))
+    for s in summaries:
+        for note in s.notes:
+            console.print(f"  [bold]{s.device}[/]: {note}")
