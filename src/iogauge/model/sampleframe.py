@@ -45,6 +45,8 @@ DEVICE_KINDS: frozenset[str] = frozenset(
         "rank",  # a DS8000 RAID rank / extent pool member
         "port",  # a host adapter / channel port
         "lcu",  # a z/OS logical control unit or storage group aggregate
+        "datafile",  # a database data file (Oracle File IO Stats); parent = tablespace
+        "tablespace",  # a database tablespace aggregate (Oracle Tablespace IO Stats)
         "other",
     }
 )

@@ -1,0 +1,113 @@
+"""The contract every importer module follows, and the per-file context it reports into.
+
+An importer is a module under ``iogauge.importers`` with:
+
+* ``NAME`` — the format id (``iostat``, ``sar``, ``perfmon`` …), also ``--format NAME``;
+* ``DESCRIPTION`` — one line for ``iogauge import --help`` and error messages;
+* ``EXPECTS`` — what its sniffer looks for, quoted when no format accepts a file;
+* ``sniff(head: str) -> bool`` — True if the decoded first 64 KiB look like this format;
+* ``parse(data: bytes, source: Source) -> SampleFrame`` — the whole (decompressed) input.
+
+Parsers never diagnose: they turn text into SampleFrame rows, exactly, and say what they could
+not read. A line that cannot be understood goes through :meth:`Source.bad_line`, which raises
+an :class:`~iogauge.errors.InputFormatError` naming file, line and reason — or, when the user
+chose ``--lenient``, counts it and goes on.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Protocol
+from zoneinfo import ZoneInfo
+
+from iogauge.errors import InputFormatError
+from iogauge.model.sampleframe import SampleFrame
+from iogauge.model.waitevents import WaitEventFrame
+
+#: How many skipped lines a lenient import lists in full (the rest are only counted).
+MAX_LISTED_SKIPS = 20
+
+
+@dataclass
+class Source:
+    """One input being imported, and what the parser found out while reading it.
+
+    Attributes:
+        path: the file's name as the user gave it (used in every message).
+        tz: zone of timestamps that carry no offset (``--tz``); None means the file's own
+            zone if it states one, else UTC (and a note says so).
+        lenient: skip unreadable lines instead of failing (``--lenient``).
+        host: host name to use when the file does not name one.
+        skipped: number of lines skipped in lenient mode.
+        skipped_examples: the first :data:`MAX_LISTED_SKIPS` of them as "line N: reason".
+        notes: facts the user should know (since-boot report kept, file cut off, zone
+            assumed, ...).
+        waits: database wait events found (Statspack/AWR), beside the SampleFrame.
+    """
+
+    path: str
+    tz: ZoneInfo | None = None
+    lenient: bool = False
+    host: str | None = None
+    skipped: int = 0
+    skipped_examples: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    waits: list[WaitEventFrame] = field(default_factory=list)
+
+    def bad_line(self, line_no: int | None, reason: str) -> None:
+        """Refuse a line: raise, or in lenient mode count it and carry on."""
+        if not self.lenient:
+            raise InputFormatError(self.path, line_no, reason)
+        self.skip(line_no, reason)
+
+    def skip(self, line_no: int | None, reason: str, count: int = 1) -> None:
+        """Count ``count`` skipped lines (lenient mode), keeping the first few reasons."""
+        self.skipped += count
+        if len(self.skipped_examples) < MAX_LISTED_SKIPS:
+            where = f"line {line_no}" if line_no is not None else "file"
+            self.skipped_examples.append(f"{where}: {reason}")
+
+    def note(self, message: str) -> None:
+        if message not in self.notes:
+            self.notes.append(message)
+
+
+class ImporterModule(Protocol):
+    """The module-level interface of an importer (see the module docstring)."""
+
+    NAME: str
+    DESCRIPTION: str
+    EXPECTS: str
+
+    def sniff(self, head: str) -> bool: ...
+
+    def parse(self, data: bytes, source: Source) -> SampleFrame: ...
+
+
+@dataclass
+class ImportResult:
+    """What importing one file produced.
+
+    Attributes:
+        path: the file.
+        format: the format id used.
+        detected: True if sniffed, False if forced with ``--format``.
+        compression: 'gzip', 'xz', 'bzip2', 'zstd' or None.
+        frame: the rows.
+        waits: database wait events (empty for device-statistics formats).
+        skipped, skipped_examples, notes: from the :class:`Source`.
+        seconds: wall time of the parse.
+        input_bytes: decompressed size.
+    """
+
+    path: str
+    format: str
+    detected: bool
+    compression: str | None
+    frame: SampleFrame
+    waits: WaitEventFrame
+    skipped: int
+    skipped_examples: list[str]
+    notes: list[str]
+    seconds: float
+    input_bytes: int

@@ -1,0 +1,113 @@
+"""Opening inputs: transparent decompression (by magic bytes, not file name) and decoding.
+
+Compressed inputs (.gz, .xz, .bz2, .zst) are recognised by their first bytes, so a renamed or
+extension-less file still works. Text is decoded from its byte-order mark when it has one
+(perfmon CSV is often UTF-16 LE with a BOM), else as UTF-8, else as Windows-1252 (ANSI
+perfmon logs), which never fails.
+"""
+
+from __future__ import annotations
+
+import bz2
+import gzip
+import io
+import lzma
+from pathlib import Path
+from typing import BinaryIO
+
+from iogauge.errors import InputFormatError
+
+HEAD_BYTES = 64 * 1024
+
+_MAGIC: tuple[tuple[bytes, str], ...] = (
+    (b"\x1f\x8b", "gzip"),
+    (b"\xfd7zXZ\x00", "xz"),
+    (b"BZh", "bzip2"),
+    (b"\x28\xb5\x2f\xfd", "zstd"),
+)
+
+
+def compression_of(first_bytes: bytes) -> str | None:
+    """'gzip', 'xz', 'bzip2', 'zstd' or None, from a file's first bytes."""
+    for magic, name in _MAGIC:
+        if first_bytes.startswith(magic):
+            return name
+    return None
+
+
+def open_binary(path: str | Path) -> tuple[BinaryIO, str | None]:
+    """Open ``path`` for reading, decompressing transparently. Returns (stream, compression)."""
+    p = Path(path)
+    try:
+        raw = p.open("rb")
+    except OSError as exc:
+        raise InputFormatError(p, None, f"cannot open: {exc.strerror or exc}") from exc
+    kind = compression_of(raw.read(8))
+    raw.seek(0)
+    if kind is None:
+        return raw, None
+    if kind == "gzip":
+        return gzip.GzipFile(fileobj=raw), kind  # type: ignore[return-value]
+    if kind == "xz":
+        return lzma.LZMAFile(raw), kind  # type: ignore[return-value]
+    if kind == "bzip2":
+        return bz2.BZ2File(raw), kind  # type: ignore[return-value]
+    try:
+        import zstandard  # noqa: PLC0415 - optional until a .zst file is met
+    except ImportError as exc:  # pragma: no cover - zstandard is a dependency
+        raw.close()
+        raise InputFormatError(p, None, "zstd-compressed, and the zstandard module is not "
+                               "installed") from exc
+    return zstandard.ZstdDecompressor().stream_reader(raw, closefd=True), kind
+
+
+def read_bytes(path: str | Path) -> bytes:
+    """The whole (decompressed) content of ``path``."""
+    stream, kind = open_binary(path)
+    try:
+        return stream.read()
+    except (OSError, EOFError, lzma.LZMAError) as exc:
+        raise InputFormatError(path, None, f"cannot decompress ({kind}): {exc}") from exc
+    finally:
+        stream.close()
+
+
+def read_head(path: str | Path, n: int = HEAD_BYTES) -> bytes:
+    """The first ``n`` decompressed bytes (for sniffing)."""
+    stream, kind = open_binary(path)
+    try:
+        return stream.read(n)
+    except (OSError, EOFError, lzma.LZMAError) as exc:
+        raise InputFormatError(path, None, f"cannot decompress ({kind}): {exc}") from exc
+    finally:
+        stream.close()
+
+
+def encoding_of(data: bytes) -> str:
+    """The text encoding of ``data``: from its BOM, else utf-8 if valid, else cp1252."""
+    if data.startswith(b"\xef\xbb\xbf"):
+        return "utf-8-sig"
+    if data.startswith((b"\xff\xfe", b"\xfe\xff")):
+        return "utf-16"
+    # UTF-16 without BOM: every other byte of ASCII text is NUL.
+    if len(data) >= 4 and data[1:2] == b"\x00" and data[3:4] == b"\x00":
+        return "utf-16-le"
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        # A multi-byte character cut by the end of a head read is still UTF-8.
+        if exc.start < len(data) - 3:
+            return "cp1252"
+    return "utf-8"
+
+
+def decode(data: bytes) -> str:
+    """Decode ``data`` with :func:`encoding_of` (cp1252 maps undefined bytes leniently)."""
+    enc = encoding_of(data)
+    if enc == "cp1252":
+        return data.decode("cp1252", errors="replace")
+    return data.decode(enc, errors="replace")
+
+
+def text_stream(data: bytes) -> io.StringIO:
+    return io.StringIO(decode(data))

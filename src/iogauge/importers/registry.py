@@ -1,0 +1,136 @@
+"""Pick an importer by sniffing, run it, and say why every format refused an unknown file.
+
+Modules load lazily (``iogauge import`` of one iostat log should not import the RMF parser).
+The order of :data:`FORMATS` is the sniffing priority: more specific formats first, so a
+``sadf -j`` document is not taken for ``iostat -o JSON`` and a ``sadf -d`` CSV is not taken
+for anything looser.
+"""
+
+from __future__ import annotations
+
+import glob
+import importlib
+import importlib.util
+import time
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import cast
+from zoneinfo import ZoneInfo
+
+from iogauge.errors import InputFormatError, IogaugeError
+from iogauge.importers.base import ImporterModule, ImportResult, Source
+from iogauge.importers.io import HEAD_BYTES, compression_of, decode, read_bytes
+from iogauge.model.waitevents import WaitEventFrame
+
+#: format id -> module, in sniffing priority order.
+FORMATS: dict[str, str] = {
+    "sa": "iogauge.importers.sa_binary",
+    "sadf": "iogauge.importers.sadf",
+    "iostat-json": "iogauge.importers.iostat_json",
+    "fio": "iogauge.importers.fio_json",
+    "perfmon": "iogauge.importers.perfmon",
+    "rmf": "iogauge.importers.rmf",
+    "awr": "iogauge.importers.awr",
+    "statspack": "iogauge.importers.statspack",
+    "aix-iostat": "iogauge.importers.aix_iostat",
+    "solaris-iostat": "iogauge.importers.solaris_iostat",
+    "unix-sar": "iogauge.importers.unix_sar",
+    "sar": "iogauge.importers.sar_text",
+    "iostat": "iogauge.importers.iostat_text",
+    "diskstats": "iogauge.importers.diskstats_snapshots",
+}
+
+
+class UnknownFormatError(IogaugeError):
+    """No importer recognised a file. The message lists every format and what it expects."""
+
+    def __init__(self, path: str, reasons: Sequence[tuple[str, str]]) -> None:
+        self.path = path
+        self.reasons = list(reasons)
+        lines = [f"{path}: format not recognised; tried:"]
+        lines += [f"  {name}: {why}" for name, why in reasons]
+        lines.append("use --format NAME to force one")
+        super().__init__("\n".join(lines))
+
+
+def available() -> list[str]:
+    """Format ids whose module is installed, in priority order."""
+    return [name for name, mod in FORMATS.items() if importlib.util.find_spec(mod) is not None]
+
+
+def load(name: str) -> ImporterModule:
+    if name not in FORMATS:
+        raise IogaugeError(f"unknown format {name!r}; known: {', '.join(FORMATS)}")
+    try:
+        module = importlib.import_module(FORMATS[name])
+    except ModuleNotFoundError as exc:
+        raise IogaugeError(f"format {name!r} is not available in this build") from exc
+    return cast(ImporterModule, module)
+
+
+def _sniff(module: ImporterModule, head_bytes: bytes, head_text: str) -> bool:
+    sniff_bytes = getattr(module, "sniff_bytes", None)
+    if sniff_bytes is not None:
+        return bool(sniff_bytes(head_bytes))
+    return bool(module.sniff(head_text))
+
+
+def detect(head_bytes: bytes, path: str = "<input>") -> str:
+    """The first format (in priority order) whose sniffer accepts ``head_bytes``."""
+    head_text = decode(head_bytes)
+    reasons: list[tuple[str, str]] = []
+    for name in available():
+        module = load(name)
+        if _sniff(module, head_bytes, head_text):
+            return name
+        reasons.append((name, f"expects {module.EXPECTS}"))
+    raise UnknownFormatError(path, reasons)
+
+
+def expand(patterns: Iterable[str]) -> list[Path]:
+    """Files named by ``patterns`` (globs allowed, ``**`` recursive), in order, de-duplicated.
+
+    A pattern that names nothing is an error: a typo must not import zero files quietly.
+    """
+    out: list[Path] = []
+    seen: set[Path] = set()
+    for pat in patterns:
+        if glob.has_magic(pat):
+            matches = sorted(Path(p) for p in glob.glob(pat, recursive=True))  # noqa: PTH207 - user globs may be absolute
+            matches = [m for m in matches if m.is_file()]
+            if not matches:
+                raise InputFormatError(pat, None, "no file matches this pattern")
+        else:
+            p = Path(pat)
+            if not p.exists():
+                raise InputFormatError(pat, None, "no such file")
+            if p.is_dir():
+                raise InputFormatError(pat, None, "is a directory (use a glob such as "
+                                       f"'{pat}/*')")
+            matches = [p]
+        for m in matches:
+            key = m.resolve()
+            if key not in seen:
+                seen.add(key)
+                out.append(m)
+    return out
+
+
+def import_file(path: str | Path, *, fmt: str | None = None, tz: ZoneInfo | None = None,
+                lenient: bool = False, host: str | None = None) -> ImportResult:
+    """Import one file (compressed or not) with the sniffed or the forced format."""
+    p = Path(path)
+    with p.open("rb") as fh:
+        first = fh.read(8)
+    data = read_bytes(p)
+    name = fmt or detect(data[:HEAD_BYTES], str(p))
+    module = load(name)
+    source = Source(path=str(p), tz=tz, lenient=lenient, host=host)
+    t0 = time.perf_counter()
+    frame = module.parse(data, source)
+    seconds = time.perf_counter() - t0
+    return ImportResult(
+        path=str(p), format=name, detected=fmt is None, compression=compression_of(first),
+        frame=frame, waits=WaitEventFrame.concat(source.waits), skipped=source.skipped,
+        skipped_examples=source.skipped_examples, notes=source.notes, seconds=seconds,
+        input_bytes=len(data))
