@@ -17,16 +17,20 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 # Typer vendors its own click (typer._click), so commands are inspected by duck typing.
+# Every command and every group at any depth (`lab device create`, `guarantee release`):
+# groups are listed too, since `iogauge guarantee` itself runs the controller.
 def _commands() -> dict[str, Any]:
     group = typer.main.get_command(app)
     assert hasattr(group, "commands")
     out: dict[str, Any] = {}
+
+    def walk(prefix: str, cmd: Any) -> None:
+        out[prefix] = cmd
+        for sub, subcmd in getattr(cmd, "commands", {}).items():
+            walk(f"{prefix} {sub}", subcmd)
+
     for name, cmd in group.commands.items():
-        if hasattr(cmd, "commands"):
-            for sub, subcmd in cmd.commands.items():
-                out[f"{name} {sub}"] = subcmd
-        else:
-            out[name] = cmd
+        walk(name, cmd)
     return out
 
 

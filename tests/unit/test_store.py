@@ -536,3 +536,42 @@ def test_recorder_with_signal_handlers_restores_them(
     rec, _col, _b, _m = _recorder(tmp_path, monkeypatch, duration=2)
     rec.run(handle_signals=True)
     assert (signal.getsignal(signal.SIGTERM), signal.getsignal(signal.SIGINT)) == before
+
+
+def test_replace_makes_a_second_import_idempotent(tmp_path: Path) -> None:
+    store = _open(tmp_path)
+    frame = _frame()
+    store.append(frame, replace=True)
+    store.append(frame, replace=True)
+    assert store.count() == len(frame)
+    # A corrected re-import replaces values; rows of other keys stay.
+    changed = SampleFrame(frame.df.head(2).with_columns(pl.col("r_iops") * 0 + 123.0))
+    store.append(changed, replace=True)
+    back = store.read().df
+    assert back.height == len(frame)
+    assert back.filter(pl.col("r_iops") == 123.0).height == 2
+    # Without replace, rows accumulate (the recorder's fast path).
+    store.append(frame)
+    assert store.count() == 2 * len(frame)
+    store.close()
+
+
+def test_wait_events_round_trip_and_replace(tmp_path: Path) -> None:
+    from iogauge.model.waitevents import WaitEventFrame
+
+    waits = WaitEventFrame(pl.DataFrame({
+        "source": ["awr", "awr"], "host": ["db01", "db01"], "db_name": ["ORCL", "ORCL"],
+        "instance": [None, None], "ts": [T0, T0], "interval_s": [3600.0, 3600.0],
+        "section": ["foreground wait events"] * 2,
+        "event": ["db file sequential read", "db file scattered read"],
+        "waits": [1000.0, 50.0], "time_waited_s": [11.1, 0.37],
+        "avg_wait_ms": [11.1, 7.4]}))
+    store = _open(tmp_path)
+    assert len(store.read_waits()) == 0
+    assert store.append_waits(waits) == 2
+    assert store.append_waits(waits) == 2  # same keys (NULL instance too): replaced
+    back = store.read_waits().df.sort("event")
+    assert back.height == 2
+    assert back["ts"].dtype == TS_DTYPE
+    assert back.filter(pl.col("event") == "db file sequential read")["avg_wait_ms"][0] == 11.1
+    store.close()

@@ -64,7 +64,7 @@ class DeviceSummary:
     util_peak_pct: float | None
     aqu_sz_mean: float | None
     aqu_sz_peak: float | None
-    areq_kB: float | None  # noqa: N815
+    areq_kB: float | None
     peak_ts: datetime | None
     util_is_capacity: bool | None
     notes: list[str] = field(default_factory=list)

@@ -17,6 +17,7 @@ chose ``--lenient``, counts it and goes on.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Protocol
 from zoneinfo import ZoneInfo
 
@@ -43,6 +44,15 @@ class Source:
         notes: facts the user should know (since-boot report kept, file cut off, zone
             assumed, ...).
         waits: database wait events found (Statspack/AWR), beside the SampleFrame.
+        start: when the collection started (``--start``), for outputs whose timestamps are
+            missing or incomplete: reports without any time stamp (Solaris/AIX ``iostat``
+            without ``-T``) end at ``start + k * interval_s``; outputs that print only the
+            time of day take their date from it. Naive values are local time in ``tz``.
+        interval_s: the sampling interval the command was run with (``--interval``), for
+            outputs that do not print one.
+        date_order: ``"MDY"``, ``"DMY"`` or ``"YMD"`` for dates such as 01/02/2024 that
+            the file alone cannot decide (``--date-order``); None: inferred, with a note
+            when it is a guess (see :mod:`iogauge.importers.timestamps`).
     """
 
     path: str
@@ -53,6 +63,9 @@ class Source:
     skipped_examples: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     waits: list[WaitEventFrame] = field(default_factory=list)
+    start: datetime | None = None
+    interval_s: float | None = None
+    date_order: str | None = None
 
     def bad_line(self, line_no: int | None, reason: str) -> None:
         """Refuse a line: raise, or in lenient mode count it and carry on."""

@@ -13,6 +13,7 @@ import importlib
 import importlib.util
 import time
 from collections.abc import Iterable, Sequence
+from datetime import datetime
 from pathlib import Path
 from typing import cast
 from zoneinfo import ZoneInfo
@@ -117,20 +118,34 @@ def expand(patterns: Iterable[str]) -> list[Path]:
 
 
 def import_file(path: str | Path, *, fmt: str | None = None, tz: ZoneInfo | None = None,
-                lenient: bool = False, host: str | None = None) -> ImportResult:
-    """Import one file (compressed or not) with the sniffed or the forced format."""
+                lenient: bool = False, host: str | None = None,
+                start: datetime | None = None,
+                interval_s: float | None = None,
+                date_order: str | None = None) -> ImportResult:
+    """Import one file (compressed or not) with the sniffed or the forced format.
+
+    ``start`` and ``interval_s`` are for outputs that lack time stamps, ``date_order`` for
+    dates the file cannot disambiguate (see :class:`Source`).
+    """
     p = Path(path)
     with p.open("rb") as fh:
         first = fh.read(8)
     data = read_bytes(p)
     name = fmt or detect(data[:HEAD_BYTES], str(p))
     module = load(name)
-    source = Source(path=str(p), tz=tz, lenient=lenient, host=host)
+    source = Source(path=str(p), tz=tz, lenient=lenient, host=host, start=start,
+                    interval_s=interval_s, date_order=date_order)
+    input_bytes = len(data)
+    # The parser receives the only reference to the input, so a parser that is done with
+    # the bytes early (perfmon, after its one read_csv) frees them before it builds its
+    # frame: the peak then holds the input or the frame, not both.
+    handover = [data]
+    del data
     t0 = time.perf_counter()
-    frame = module.parse(data, source)
+    frame = module.parse(handover.pop(), source)
     seconds = time.perf_counter() - t0
     return ImportResult(
         path=str(p), format=name, detected=fmt is None, compression=compression_of(first),
         frame=frame, waits=WaitEventFrame.concat(source.waits), skipped=source.skipped,
         skipped_examples=source.skipped_examples, notes=source.notes, seconds=seconds,
-        input_bytes=len(data))
+        input_bytes=input_bytes)

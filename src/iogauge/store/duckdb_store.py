@@ -46,16 +46,24 @@ import polars as pl
 from iogauge import __version__
 from iogauge.errors import SchemaError, StoreError
 from iogauge.model.device import DeviceInfo
+from iogauge.model.guaranteeframe import GUARANTEE_COLUMNS, GuaranteeFrame
 from iogauge.model.sampleframe import SAMPLE_COLUMNS, SampleFrame
+from iogauge.model.waitevents import WAIT_COLUMNS, WaitEventFrame
 
 #: Version of the table layout. Bump it when a change is not a pure column addition.
 STORE_SCHEMA_VERSION = 1
 DB_FILENAME = "iogauge.duckdb"
 SAMPLES_TABLE = "samples"
+WAITS_TABLE = "wait_events"
 DEVICES_TABLE = "devices"
 META_TABLE = "meta"
 
 _BATCH_VIEW = "_iogauge_batch"
+_WAITS_VIEW = "_iogauge_waits_batch"
+#: Columns identifying a sample row; an import replaces stored rows with the same key.
+SAMPLE_KEY: tuple[str, ...] = ("source", "host", "device", "ts")
+#: Columns identifying a wait-event row.
+WAIT_KEY: tuple[str, ...] = ("source", "host", "db_name", "instance", "ts", "section", "event")
 
 TimeArg = datetime | str | None
 
@@ -106,6 +114,14 @@ def _q(name: str) -> str:
 #: (name, DuckDB type, NOT NULL) of the samples table, in model order.
 SAMPLE_TABLE_COLUMNS: tuple[tuple[str, str, bool], ...] = tuple(
     (c.name, duckdb_type(c.dtype), c.required) for c in SAMPLE_COLUMNS)
+#: (name, DuckDB type, NOT NULL) of the wait_events table (database waits, beside samples).
+WAIT_TABLE_COLUMNS: tuple[tuple[str, str, bool], ...] = tuple(
+    (c.name, duckdb_type(c.dtype), c.required) for c in WAIT_COLUMNS)
+#: Table of the guarantee controller's decisions (one GuaranteeFrame row per interval).
+GUARANTEE_TABLE = "guarantee_decisions"
+#: (name, DuckDB type, NOT NULL) of the guarantee_decisions table, from the model.
+GUARANTEE_TABLE_COLUMNS: tuple[tuple[str, str, bool], ...] = tuple(
+    (c.name, duckdb_type(c.dtype), c.required) for c in GUARANTEE_COLUMNS)
 
 _DEVICE_HINTS = typing.get_type_hints(DeviceInfo)
 #: DeviceInfo fields stored in the devices table (``name`` is part of the key).
@@ -308,10 +324,12 @@ class Store:
         return self._con is None
 
     # ---- writing --------------------------------------------------------------------------
-    def append(self, frame: SampleFrame) -> int:
+    def append(self, frame: SampleFrame, *, replace: bool = False) -> int:
         """Insert every row of ``frame`` in one transaction (all or nothing); returns rows.
 
         The frame is handed to DuckDB as one Arrow stream; nothing is inserted row by row.
+        With ``replace``, stored rows with the same (source, host, device, ts) are deleted in
+        the same transaction first, so importing a file twice does not double its data.
         """
         if not isinstance(frame, SampleFrame):
             raise TypeError(f"Store.append takes a SampleFrame, not {type(frame).__name__}")
@@ -322,6 +340,11 @@ class Store:
         self._batch.df = frame.df  # exactly the model's columns, which the table has
         try:
             con.execute("BEGIN TRANSACTION")
+            if replace:
+                on = " AND ".join(f"s.{_q(k)} = b.{_q(k)}" for k in SAMPLE_KEY)
+                con.execute(f"DELETE FROM {SAMPLES_TABLE} s USING (SELECT DISTINCT "
+                            f"{', '.join(_q(k) for k in SAMPLE_KEY)} FROM {_BATCH_VIEW}) b "
+                            f"WHERE {on}")
             con.execute(f"INSERT INTO {SAMPLES_TABLE} BY NAME SELECT * FROM {_BATCH_VIEW}")
             con.execute("COMMIT")
         except duckdb.Error as exc:
@@ -330,6 +353,104 @@ class Store:
         finally:
             self._batch.df = self._idle
         return n
+
+    def append_waits(self, frame: WaitEventFrame) -> int:
+        """Store database wait events, replacing rows with the same key; returns rows.
+
+        The ``wait_events`` table is created on first use from the model's columns.
+        """
+        n = len(frame)
+        if n == 0:
+            return 0
+        con = self._writable()
+        stream = _ArrowStream(frame.df)
+        try:
+            con.execute(_ddl(WAITS_TABLE, WAIT_TABLE_COLUMNS))
+            con.register(_WAITS_VIEW, stream)
+            # NULL-safe key match: db_name and instance may be unknown.
+            on = " AND ".join(f"w.{_q(k)} IS NOT DISTINCT FROM b.{_q(k)}" for k in WAIT_KEY)
+            con.execute("BEGIN TRANSACTION")
+            con.execute(f"DELETE FROM {WAITS_TABLE} w USING (SELECT DISTINCT "
+                        f"{', '.join(_q(k) for k in WAIT_KEY)} FROM {_WAITS_VIEW}) b WHERE {on}")
+            con.execute(f"INSERT INTO {WAITS_TABLE} BY NAME SELECT * FROM {_WAITS_VIEW}")
+            con.execute("COMMIT")
+        except duckdb.Error as exc:
+            _rollback(con)
+            raise StoreError(f"{self.path}: cannot append {n} wait events: "
+                             f"{_first_line(exc)}") from exc
+        finally:
+            with contextlib.suppress(duckdb.Error):
+                con.unregister(_WAITS_VIEW)
+        return n
+
+    def read_waits(self) -> WaitEventFrame:
+        """Every stored wait event (empty when none was imported)."""
+        con = self._connection()
+        try:
+            exists = con.execute(
+                "SELECT count(*) FROM information_schema.tables WHERE table_schema = 'main' "
+                "AND table_catalog = current_database() AND table_name = ?", [WAITS_TABLE]
+                ).fetchall()[0][0]
+            if not exists:
+                return WaitEventFrame.empty()
+            cols = ", ".join(_q(n) for n, _t, _r in WAIT_TABLE_COLUMNS)
+            capsule = con.sql(f"SELECT {cols} FROM {WAITS_TABLE}").__arrow_c_stream__()
+            df = pl.DataFrame(_ArrowStream(capsule=capsule))
+        except duckdb.Error as exc:
+            raise StoreError(f"{self.path}: cannot read wait events: {_first_line(exc)}") from exc
+        if df.width == 0:
+            return WaitEventFrame.empty()
+        return WaitEventFrame(df.with_columns(pl.col("ts").dt.convert_time_zone("UTC")))
+
+    def append_guarantee(self, frame: GuaranteeFrame) -> int:
+        """Store guarantee-controller decisions in one transaction; returns rows.
+
+        The ``guarantee_decisions`` table is created on first use from the model's columns
+        (and gains any column the model added since, like the samples table).
+        """
+        n = len(frame)
+        if n == 0:
+            return 0
+        con = self._writable()
+        stream = _ArrowStream(frame.df)
+        view = "_iogauge_guarantee_batch"
+        try:
+            con.execute(_ddl(GUARANTEE_TABLE, GUARANTEE_TABLE_COLUMNS))
+            self._reconcile(GUARANTEE_TABLE, GUARANTEE_TABLE_COLUMNS)
+            con.register(view, stream)
+            con.execute("BEGIN TRANSACTION")
+            con.execute(f"INSERT INTO {GUARANTEE_TABLE} BY NAME SELECT * FROM {view}")
+            con.execute("COMMIT")
+        except duckdb.Error as exc:
+            _rollback(con)
+            raise StoreError(f"{self.path}: cannot append {n} guarantee decisions: "
+                             f"{_first_line(exc)}") from exc
+        finally:
+            with contextlib.suppress(duckdb.Error):
+                con.unregister(view)
+        return n
+
+    def read_guarantee(self, run_id: str | None = None) -> GuaranteeFrame:
+        """Stored guarantee decisions (of one run, or all), in time order; empty if none."""
+        con = self._connection()
+        try:
+            exists = con.execute(
+                "SELECT count(*) FROM information_schema.tables WHERE table_schema = 'main' "
+                "AND table_catalog = current_database() AND table_name = ?",
+                [GUARANTEE_TABLE]).fetchall()[0][0]
+            if not exists:
+                return GuaranteeFrame.empty()
+            cols = ", ".join(_q(n) for n, _t, _r in GUARANTEE_TABLE_COLUMNS)
+            where, params = ("", []) if run_id is None else (" WHERE run_id = ?", [run_id])
+            capsule = con.sql(f"SELECT {cols} FROM {GUARANTEE_TABLE}{where} ORDER BY ts",
+                              params=params).__arrow_c_stream__()
+            df = pl.DataFrame(_ArrowStream(capsule=capsule))
+        except duckdb.Error as exc:
+            raise StoreError(f"{self.path}: cannot read guarantee decisions: "
+                             f"{_first_line(exc)}") from exc
+        if df.width == 0:
+            return GuaranteeFrame.empty()
+        return GuaranteeFrame(df.with_columns(pl.col("ts").dt.convert_time_zone("UTC")))
 
     def append_devices(self, host: str, devices: Iterable[DeviceInfo] | Mapping[str, DeviceInfo],
                        *, seen: TimeArg = None) -> int:

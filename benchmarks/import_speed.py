@@ -1,0 +1,275 @@
+"""Import speed and memory: iogauge against ``jc --iostat``, and the perfmon importer.
+
+iostat part (targets from the issue): a >= 100 MB ``iostat -x -t`` log imports to Parquet at
+least 20x faster than ``jc --iostat`` converts it to JSON, with peak memory below 3x the
+input size.
+
+The log is built from a real capture, ``tests/fixtures/iostat/iostat-tool-rhel6-iostat-x-t-
+mb.txt`` (sysstat 9 on RHEL 6, 11 disks, ``-x -t -m``, 12-hour time stamps): its 318 reports
+are repeated with time stamps advancing one second per report (days roll over), under one
+banner, until the file reaches ``--size-mb``. Every line is as sysstat printed it.
+
+Each tool runs in its own process, measured with ``os.wait4`` (wall clock from fork to exit,
+CPU time, and ``ru_maxrss``, the peak resident set):
+
+* ``jc --iostat < log > out.json`` — jc 1.x, the line-by-line Python parser the target is
+  set against (``pip install jc``; it is in the ``dev`` extras);
+* ``iogauge stream`` — the importer's streaming path: :func:`iogauge.importers.iostat_text.
+  iter_parse` reads the file 16 MiB at a time and polars ``sink_parquet`` writes each chunk's
+  SampleFrame rows as they come (``--parquet`` output, zstd), so memory is bounded by the
+  chunk, not the file;
+* ``iogauge in-memory`` — ``registry.import_file`` then ``SampleFrame.to_parquet``: the whole
+  file and the whole frame in memory, as the ``iogauge import --parquet`` command does today.
+  Its memory cannot be below 3x: the input is held (1x) and the frame is larger than the
+  text (22 float columns per row ≈ 1.5x), plus the interpreter; it is shown for comparison.
+
+Ratios use the whole process wall time (interpreter start included for both sides: jc's
+start-up is its own, iogauge's includes importing polars). The time inside the iogauge
+process spent on parse + write (start-up excluded) is printed too.
+
+Usage::
+
+    .venv/bin/python benchmarks/import_speed.py                  # 100 MB, ~1 min (jc ~30 s)
+    .venv/bin/python benchmarks/import_speed.py --size-mb 200 --check
+    .venv/bin/python benchmarks/import_speed.py --skip-perfmon
+
+``--check`` exits 1 when the streaming import misses either target. The perfmon part runs
+``benchmarks/_perfmon_speed.py``'s ``run(work_dir)`` when that module is present.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+SAMPLE = ROOT / "tests" / "fixtures" / "iostat" / "iostat-tool-rhel6-iostat-x-t-mb.txt"
+TARGET_SPEEDUP = 20.0
+TARGET_MEMORY_RATIO = 3.0
+STAMP = re.compile(r"(?m)^\d\d/\d\d/\d{4} \d\d:\d\d:\d\d [AP]M$")
+
+
+def build_log(path: Path, size_mb: float, sample: Path = SAMPLE) -> int:
+    """Write the benchmark log (see the module docstring); returns its size in bytes."""
+    text = sample.read_text()
+    first = STAMP.search(text)
+    if first is None:
+        raise SystemExit(f"{sample}: no -t time stamps found")
+    banner = text[:first.start()]
+    bodies = STAMP.split(text[first.start():])[1:]  # each report after its stamp line
+    start = datetime.strptime(first.group(0), "%m/%d/%Y %I:%M:%S %p")
+    target = int(size_mb * 1e6)
+    written = 0
+    k = 0
+    with path.open("w", encoding="ascii") as out:
+        out.write(banner)
+        written += len(banner)
+        while written < target:
+            chunk = []
+            for body in bodies:
+                stamp = (start + timedelta(seconds=k)).strftime("%m/%d/%Y %I:%M:%S %p")
+                chunk.append(stamp)
+                chunk.append(body)
+                k += 1
+            block = "".join(chunk)
+            out.write(block)
+            written += len(block)
+    return path.stat().st_size
+
+
+@dataclass
+class Run:
+    """One measured process."""
+
+    label: str
+    cmd: list[str]
+    wall_s: float = 0.0
+    cpu_s: float = 0.0
+    maxrss_bytes: int = 0
+    inner_s: float | None = None
+    rows: int | None = None
+
+
+def measure(run: Run, *, stdin: Path | None = None, stdout: Path | None = None) -> Run:
+    """Run ``run.cmd`` to completion; fill wall/cpu/peak-RSS from os.wait4."""
+    fin = stdin.open("rb") if stdin else subprocess.DEVNULL
+    fout = stdout.open("wb") if stdout else subprocess.PIPE
+    try:
+        t0 = time.perf_counter()
+        proc = subprocess.Popen(run.cmd, stdin=fin, stdout=fout, stderr=subprocess.PIPE)
+        out = proc.stdout.read() if proc.stdout else b""
+        err = proc.stderr.read() if proc.stderr else b""
+        _, status, usage = os.wait4(proc.pid, 0)
+        run.wall_s = time.perf_counter() - t0
+        proc.returncode = os.waitstatus_to_exitcode(status)
+    finally:
+        if stdin:
+            fin.close()  # type: ignore[union-attr]
+        if stdout:
+            fout.close()  # type: ignore[union-attr]
+    if proc.returncode != 0:
+        raise SystemExit(f"{' '.join(run.cmd)} failed ({proc.returncode}): "
+                         f"{err.decode(errors='replace')[-2000:]}")
+    run.cpu_s = usage.ru_utime + usage.ru_stime
+    run.maxrss_bytes = usage.ru_maxrss * 1024
+    if out.strip():
+        info = json.loads(out.decode().strip().splitlines()[-1])
+        run.inner_s = info.get("seconds")
+        run.rows = info.get("rows")
+    return run
+
+
+# ---- the iogauge child processes ------------------------------------------------------------
+
+
+def child(mode: str, log: str, out: str) -> None:
+    """Run inside the measured process: import ``log`` to Parquet ``out``, print JSON."""
+    import polars as pl
+    from polars.io.plugins import register_io_source
+
+    from iogauge.importers import iostat_text, registry
+    from iogauge.importers.base import Source
+    from iogauge.importers.io import open_binary
+    from iogauge.model.sampleframe import SCHEMA, SampleFrame
+
+    t0 = time.perf_counter()
+    if mode == "stream":
+        source = Source(path=log)
+        stream, _ = open_binary(log)
+        frames = iostat_text.iter_parse(stream, source)
+        rows = 0
+
+        def batches(with_columns: list[str] | None, predicate: Any, n_rows: int | None,
+                    batch_size: int | None) -> Any:
+            nonlocal rows
+            for frame in frames:
+                rows += len(frame)
+                yield frame.df
+
+        lazy = register_io_source(batches, schema=SCHEMA)
+        lazy.sink_parquet(out, compression="zstd", statistics=True, row_group_size=65_536)
+        stream.close()
+    else:
+        result = registry.import_file(log, fmt="iostat")
+        result.frame.to_parquet(out)
+        rows = len(result.frame)
+    seconds = time.perf_counter() - t0
+    check = pl.scan_parquet(out).select(pl.len()).collect().item()
+    assert check == rows, (check, rows)
+    del SampleFrame
+    print(json.dumps({"seconds": seconds, "rows": rows}))
+
+
+# ---- main ----------------------------------------------------------------------------------
+
+
+def _jc() -> str | None:
+    local = Path(sys.executable).parent / "jc"
+    return str(local) if local.exists() else shutil.which("jc")
+
+
+def run_iostat(work: Path, size_mb: float) -> dict[str, Any]:
+    log = work / "iostat-x-t.log"
+    t0 = time.perf_counter()
+    size = build_log(log, size_mb)
+    print(f"log: {log} ({size / 1e6:.1f} MB, built in {time.perf_counter() - t0:.1f} s from "
+          f"{SAMPLE.name})")
+    me = [sys.executable, str(Path(__file__).resolve()), "--child"]
+    runs = [
+        measure(Run("iogauge stream", [*me, "stream", str(log), str(work / "stream.parquet")])),
+        measure(Run("iogauge in-memory", [*me, "memory", str(log),
+                                          str(work / "memory.parquet")])),
+    ]
+    jc = _jc()
+    jc_run = None
+    if jc is None:
+        print("jc is not installed: `.venv/bin/pip install jc` (in the dev extras) to compare")
+    else:
+        jc_run = measure(Run("jc --iostat", [jc, "--iostat"]), stdin=log,
+                         stdout=work / "jc.json")
+        runs.append(jc_run)
+    print(f"\n{'':18s} {'wall s':>8s} {'MB/s':>8s} {'cpu s':>8s} {'inner s':>8s} "
+          f"{'peak RSS MB':>12s} {'RSS/input':>10s} {'rows':>10s}")
+    for r in runs:
+        inner = f"{r.inner_s:8.2f}" if r.inner_s is not None else f"{'':8s}"
+        rows = f"{r.rows:10,d}" if r.rows is not None else ""
+        print(f"{r.label:18s} {r.wall_s:8.2f} {size / 1e6 / r.wall_s:8.1f} {r.cpu_s:8.2f} "
+              f"{inner} {r.maxrss_bytes / 1e6:12.1f} {r.maxrss_bytes / size:10.2f} {rows}")
+    result: dict[str, Any] = {"input_bytes": size, "runs": {r.label: r.__dict__ for r in runs}}
+    stream = runs[0]
+    ok = stream.maxrss_bytes / size < TARGET_MEMORY_RATIO
+    if jc_run is not None:
+        speedup = jc_run.wall_s / stream.wall_s
+        cpu_speedup = jc_run.cpu_s / stream.cpu_s
+        inner = jc_run.wall_s / stream.inner_s if stream.inner_s else float("nan")
+        ok = ok and speedup >= TARGET_SPEEDUP
+        result.update(speedup=speedup, cpu_speedup=cpu_speedup)
+        print(f"\nspeed-up of the streaming import over jc: {speedup:.1f}x wall "
+              f"(target >= {TARGET_SPEEDUP:g}x), {cpu_speedup:.1f}x CPU time, {inner:.1f}x "
+              "counting only iogauge's parse + write")
+        print(f"in-memory import: {jc_run.wall_s / runs[1].wall_s:.1f}x wall")
+    print(f"peak memory of the streaming import: {stream.maxrss_bytes / size:.2f}x the input "
+          f"(target < {TARGET_MEMORY_RATIO:g}x); in-memory: "
+          f"{runs[1].maxrss_bytes / size:.2f}x")
+    result["ok"] = ok
+    return result
+
+
+def run_perfmon(work: Path) -> dict[str, Any] | None:
+    path = Path(__file__).resolve().parent / "_perfmon_speed.py"
+    if not path.exists():
+        print("\nperfmon part: not available yet (benchmarks/_perfmon_speed.py is missing)")
+        return None
+    spec = importlib.util.spec_from_file_location("_perfmon_speed", path)
+    if spec is None or spec.loader is None:
+        print("\nperfmon part: benchmarks/_perfmon_speed.py cannot be loaded")
+        return None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    print("\nperfmon part (benchmarks/_perfmon_speed.py):")
+    figures: dict[str, Any] = module.run(work / "perfmon")
+    print(json.dumps(figures, indent=2, default=str))
+    return figures
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
+    ap.add_argument("--size-mb", type=float, default=100.0, help="log size (default 100)")
+    ap.add_argument("--work-dir", type=Path, default=None,
+                    help="where to build the files (default: a temporary directory under "
+                         "/var/tmp, deleted after)")
+    ap.add_argument("--skip-perfmon", action="store_true", help="iostat part only")
+    ap.add_argument("--check", action="store_true", help="exit 1 if a target is missed")
+    ap.add_argument("--child", nargs=3, metavar=("MODE", "LOG", "OUT"),
+                    help=argparse.SUPPRESS)
+    args = ap.parse_args(argv)
+    if args.child:
+        child(*args.child)
+        return 0
+    base = "/var/tmp" if Path("/var/tmp").is_dir() else None
+    with tempfile.TemporaryDirectory(prefix="iogauge-import-speed-", dir=base) as tmp:
+        work = args.work_dir or Path(tmp)
+        work.mkdir(parents=True, exist_ok=True)
+        result = run_iostat(work, args.size_mb)
+        if not args.skip_perfmon:
+            run_perfmon(work)
+    if args.check and not result["ok"]:
+        print("target missed")
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

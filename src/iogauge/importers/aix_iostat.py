@@ -1,0 +1,414 @@
+"""AIX ``iostat -D`` (extended drive report), with ``-T`` time stamps, ``-l`` long one-line
+form, ``-d``, ``-R``.
+
+Block form (one block per disk per report; real output quoted in SaltStack's
+``salt/modules/disk.py``)::
+
+    System configuration: lcpu=8 drives=1 paths=2 vdisks=2
+
+    hdisk6          xfer:  %tm_act      bps      tps      bread      bwrtn
+                             9.6     16.4K     4.0       16.4K       0.0
+                    read:      rps  avgserv  minserv  maxserv   timeouts      fails
+                             4.0      4.9      0.3      9.9           0          0
+                   write:      wps  avgserv  minserv  maxserv   timeouts      fails
+                             0.0      0.0      0.0      0.0           0          0
+                   queue:  avgtime  mintime  maxtime  avgwqsz    avgsqsz     sqfull
+                             0.0      0.0      0.0      0.0        0.0         0.0
+    --------------------------------------------------------------------------------
+
+With ``-T`` a ``time`` column (HH:MM:SS) ends the xfer line. The long form (``-l``) prints
+one line per disk after a ``Disks:`` header: ``name`` then the xfer, read, write and queue
+values in the order above (with or without the min columns) and, with ``-T``, the time.
+
+Meaning (IBM AIX iostat command, ``-D``: "Displays the extended tape/drive utilization
+report"; values are per second over the interval, times in milliseconds):
+
+============  ====================  ===========================================================
+field         SampleFrame           meaning
+============  ====================  ===========================================================
+%tm_act       util_pct              percent of time the disk was active
+tps           iops                  transfers per second issued to the disk
+bps           kBps = bytes / 1024   data transferred per second, in bytes
+bread, bwrtn  r_kBps, w_kBps        data read / written per second, in bytes (/ 1024)
+rps, wps      r_iops, w_iops        read / write transfers per second
+avgserv       svctm_ms              read and write average *service* time - the time the
+ (read,                             disk took once the request left the driver's wait queue;
+ write)                             the two are combined, weighted by rps and wps, into the
+                                    mean service time per transfer
+avgtime       queue_wait_ms         "average time spent by a transfer request in the wait
+ (queue)                            queue"
+--            await_ms              svctm_ms + avgtime: the whole time of the mean transfer
+                                    (every transfer waits, then is served); split by read and
+                                    write it is unknown - the wait queue time is not - so
+                                    r_await_ms / w_await_ms stay null
+avgwqsz       queue_wait_len        average wait queue size
+avgsqsz       active_len            average service queue size (sent to the disk)
+--            aqu_sz                avgwqsz + avgsqsz: all requests outstanding
+============  ====================  ===========================================================
+
+min/max times, timeouts, fails and sqfull have no SampleFrame column and are not carried.
+
+Suffixes: AIX shortens large values. Byte and count columns take K/M/G/T as powers of 1000
+- the quoted real output shows ``bps 16.4K`` for ``rps 4.0`` reads of 4 KiB (4 x 4096 =
+16 384 B/s = 16.4 x 1000, not 16.0 x 1024); time columns are milliseconds unless suffixed
+``S`` (seconds), ``M`` (minutes) or ``H`` (hours). IBM's page for ``-D`` could not be read
+here verbatim, so these scalings rest on the quoted output and IBM's wording "different
+suffixes are used to represent the unit"; any other suffix is refused.
+
+The first report covers the time since boot (IBM: "the first set of data represents all
+activity since system startup"): since_boot=True. A report ends when a disk appears again.
+AIX prints no date: ``-T`` times of day take their date from ``Source.start``; without ``-T``
+``Source.start`` and ``Source.interval_s`` give report k the end time start + k x interval.
+A report cut off by the end of the file is dropped whole.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from datetime import timedelta
+
+import polars as pl
+
+from iogauge.errors import InputFormatError
+from iogauge.importers.base import Source
+from iogauge.importers.unix_sar import (
+    ends_with_newline,
+    host_fallback,
+    localize,
+    max_int,
+    read_lines,
+    refuse_rows,
+    start_local,
+)
+from iogauge.model.sampleframe import TS_DTYPE, SampleFrame
+
+NAME = "aix-iostat"
+DESCRIPTION = "AIX iostat -D extended drive report (xfer/read/write/queue), block or -l form"
+EXPECTS = ("'<disk> xfer: %tm_act bps tps bread bwrtn' blocks with read:/write:/queue: lines, "
+           "or the -l 'Disks: xfers read write queue' table")
+
+_XFER_RE = r"^\s*(\S+)\s+xfer:\s+(%tm_act\s+bps\s+tps\s+bread\s+bwrtn.*)$"
+_SUB_RE = r"^\s*(read|write|queue):\s+(.*)$"
+_TIME_RE = r"^\d{1,2}:\d{2}:\d{2}$"
+_SNIFF = re.compile(r"^\s*\S+\s+xfer:\s+%tm_act\s+bps\s+tps\s+bread\s+bwrtn", re.MULTILINE)
+_SNIFF_LONG = re.compile(r"^Disks:\s+xfers\s+read\s+write\s+queue", re.MULTILINE)
+
+_XFER = ("%tm_act", "bps", "tps", "bread", "bwrtn")
+_RW_FULL = ("avgserv", "minserv", "maxserv", "timeouts", "fails")
+_RW_SHORT = ("avgserv", "maxserv", "timeouts", "fails")
+_QUEUE = ("avgtime", "mintime", "maxtime", "avgwqsz", "avgsqsz", "sqfull")
+_TIME_FIELDS = {"avgserv", "minserv", "maxserv", "avgtime", "mintime", "maxtime"}
+#: decimal multipliers of byte and count columns; time suffixes -> milliseconds
+_SIZE_SUFFIX: Mapping[str, float] = {"": 1.0, "K": 1e3, "M": 1e6, "G": 1e9, "T": 1e12}
+_TIME_SUFFIX: Mapping[str, float] = {"": 1.0, "S": 1e3, "M": 60e3, "H": 3600e3}
+
+
+def sniff(head: str) -> bool:
+    """A ``<disk> xfer: %tm_act bps tps bread bwrtn`` line, or the ``-l`` ``Disks:`` table."""
+    return bool(_SNIFF.search(head) or _SNIFF_LONG.search(head))
+
+
+def _value(tok: pl.Expr, field: str) -> pl.Expr:
+    """A printed AIX value in base units (bytes, counts, milliseconds); null if malformed."""
+    g = tok.str.extract_groups(r"^((?:\d+\.?\d*|\.\d+))([A-Za-z]?)$")
+    table = _TIME_SUFFIX if field in _TIME_FIELDS else _SIZE_SUFFIX
+    factor = g.struct.field("2").replace_strict(dict(table), default=None,
+                                                return_dtype=pl.Float64())
+    return g.struct.field("1").cast(pl.Float64) * factor
+
+
+def parse(data: bytes, source: Source) -> SampleFrame:
+    """One row per disk per report (block or ``-l`` form); see the module docstring."""
+    lines = read_lines(data)
+    if lines.height == 0:
+        raise InputFormatError(source.path, None, "empty file")
+    df = lines.with_columns(pl.col("line").str.extract_all(r"\S+").alias("tok")).with_columns(
+        pl.col("tok").list.len().fill_null(0).alias("n"))
+    long_form = bool(df["line"].str.contains(r"^Disks:").any())
+    cut = not ends_with_newline(data)
+    if cut:
+        # no final line break: the last line may be cut mid-value, so it is not read; the
+        # block or report it belonged to is then incomplete and dropped below
+        df = df.slice(0, df.height - 1)
+    rows = _long_rows(df, source) if long_form else _block_rows(df, source)
+    if rows.height == 0:
+        return SampleFrame.empty()
+
+    # a report ends when a disk appears again: report k = the k-th appearance of each disk
+    rows = rows.sort("line_no")
+    rows = _drop_cut_report(rows, source, cut)
+    rows = _with_times(rows, source)
+
+    m = pl.col
+    total = m("rps") + m("wps")
+    svctm = (pl.when(total > 0).then((m("rps") * m("r_avgserv") + m("wps") * m("w_avgserv"))
+                                     / total).otherwise(0.0))
+    out = rows.select(
+        pl.lit(NAME).alias("source"),
+        pl.lit(host_fallback(source)).alias("host"),
+        "device",
+        pl.when(m("device").str.contains(r"^(hdisk|hdiskpower|vpath|dlmfdrv)\d+$"))
+        .then(pl.lit("disk")).otherwise(pl.lit("other")).alias("device_kind"),
+        "ts", "interval_s", "since_boot",
+        m("%tm_act").alias("util_pct"),
+        m("tps").alias("iops"),
+        (m("bps") / 1024.0).alias("kBps"),
+        (m("bread") / 1024.0).alias("r_kBps"),
+        (m("bwrtn") / 1024.0).alias("w_kBps"),
+        m("rps").alias("r_iops"),
+        m("wps").alias("w_iops"),
+        svctm.alias("svctm_ms"),
+        m("avgtime").alias("queue_wait_ms"),
+        (svctm + m("avgtime")).alias("await_ms"),
+        m("avgwqsz").alias("queue_wait_len"),
+        m("avgsqsz").alias("active_len"),
+        (m("avgwqsz") + m("avgsqsz")).alias("aqu_sz"),
+    )
+    source.note("the first AIX iostat report covers the time since boot: kept with "
+                "since_boot=True")
+    return SampleFrame(out.sort("ts", maintain_order=True))
+
+
+def _block_rows(df: pl.DataFrame, source: Source) -> pl.DataFrame:
+    """Pivot the xfer/read/write/queue header+values line pairs into one row per block."""
+    kind = (pl.when(pl.col("line").str.contains(_XFER_RE)).then(pl.lit("xfer"))
+            .otherwise(pl.col("line").str.extract(_SUB_RE, 1)))
+    skip = (pl.col("n") == 0) | pl.col("line").str.contains(
+        r"^\s*(System configuration|-{10,}\s*$)").fill_null(False)
+    df = df.with_columns(kind.alias("kind"), skip.alias("skip")).with_columns(
+        (pl.col("kind") == "xfer").fill_null(False).cum_sum().alias("block"),
+        pl.col("kind").forward_fill().alias("under"),
+        pl.col("line").str.extract(_XFER_RE, 1).alias("device"),
+    )
+    headers = df.filter(pl.col("kind").is_not_null())
+    values = df.filter(pl.col("kind").is_null() & ~pl.col("skip"))
+    # a value line belongs to the header right above it
+    values = values.with_columns(
+        (pl.col("under").is_null()).alias("orphan"))
+    names = {"xfer": _XFER, "read": ("rps", *_RW_FULL), "write": ("wps", *_RW_FULL),
+             "queue": _QUEUE}
+    # check the header words of every section kind
+    hdr_words = headers.with_columns(
+        pl.when(pl.col("kind") == "xfer").then(pl.col("line").str.extract(_XFER_RE, 2))
+        .otherwise(pl.col("line").str.extract(_SUB_RE, 2)).str.extract_all(r"\S+")
+        .alias("words"))
+    timed = False
+    for k, expect in names.items():
+        got = hdr_words.filter(pl.col("kind") == k)["words"]
+        for words, line_no in zip(got.to_list(), hdr_words.filter(pl.col("kind") == k)
+                                  ["line_no"].to_list(), strict=True):
+            w = list(words)
+            if k == "xfer" and w[-1:] == ["time"]:
+                timed = True
+                w = w[:-1]
+            if tuple(w) != expect:
+                raise InputFormatError(source.path, int(line_no), f"AIX iostat -D {k}: header "
+                                       f"is '{' '.join(words)}', expected "
+                                       f"'{' '.join(expect)}'")
+    # report k = the k-th block of each disk, counted before any block is refused, so that a
+    # bad block (--lenient) does not shift the disk's later blocks into earlier reports
+    blocks = (headers.filter(pl.col("kind") == "xfer").select("block", "device", "line_no")
+              .with_columns(pl.int_range(pl.len()).over("device").cast(pl.Int64).alias("rid")))
+    reason_orphan = values.filter(pl.col("orphan")).with_columns(
+        pl.format("value line outside any xfer/read/write/queue section: '{}'", pl.col("line"))
+        .alias("reason"))
+    refuse_rows(source, reason_orphan)
+    values = values.filter(~pl.col("orphan"))
+    # exactly one value line per header
+    dup = values.filter(pl.struct("block", "under").is_duplicated()
+                        & (pl.col("line_no") != pl.col("line_no").min().over("block", "under")))
+    refuse_rows(source, dup.with_columns(
+        pl.format("second value line under one {}: header: '{}'", pl.col("under"),
+                  pl.col("line")).alias("reason")))
+    values = values.join(dup.select("line_no"), on="line_no", how="anti")
+
+    wide = blocks
+    reasons: list[pl.DataFrame] = []
+    for k, fields in names.items():
+        part = values.filter(pl.col("under") == k)
+        extra = ["time"] if (k == "xfer" and timed) else []
+        cols = [*fields, *extra]
+        pref = {"read": "r_", "write": "w_"}.get(k, "")
+        exprs = []
+        for i, f in enumerate(cols):
+            t = pl.col("tok").list.get(i, null_on_oob=True)
+            if f == "time":
+                exprs.append(t.alias("time"))
+            else:
+                name = f if f in ("rps", "wps") or not pref else pref + f
+                exprs.append(_value(t, f).alias(name))
+        part = part.with_columns(*exprs)
+        numeric = [e.meta.output_name() for e in exprs if e.meta.output_name() != "time"]
+        bad = (pl.when(pl.col("n") != len(cols))
+               .then(pl.format("AIX iostat -D {} values: {} fields, expected {} ({}): '{}'",
+                               pl.lit(k), pl.col("n"), pl.lit(len(cols)), pl.lit(" ".join(cols)),
+                               pl.col("line")))
+               .when(pl.any_horizontal([pl.col(c).is_null() for c in numeric]))
+               .then(pl.format("AIX iostat -D {} values are not all numbers: '{}'", pl.lit(k),
+                               pl.col("line")))
+               .when(pl.col("time").str.contains(_TIME_RE).not_() if extra else pl.lit(False))
+               .then(pl.format("AIX iostat -D time is not HH:MM:SS: '{}'", pl.col("line")))
+               .otherwise(None))
+        part = part.with_columns(bad.alias("reason"))
+        reasons.append(part.filter(pl.col("reason").is_not_null()).select("block", "line_no",
+                                                                          "reason"))
+        keep = part.filter(pl.col("reason").is_null()).select(
+            "block", *numeric, *(["time"] if extra else []))
+        wide = wide.join(keep, on="block", how="left")
+    bad_all = pl.concat(reasons)
+    refuse_rows(source, bad_all)
+    needed = ["tps", "rps", "wps", "avgtime"]
+    complete = wide.filter(pl.all_horizontal([pl.col(c).is_not_null() for c in needed]))
+    incomplete = wide.join(complete.select("block"), on="block", how="anti").join(
+        bad_all.select("block").unique(), on="block", how="anti")
+    if incomplete.height:
+        last_block = max_int(wide["block"])
+        if max_int(incomplete["block"]) == last_block:
+            # the file ends inside this disk's block: truncation, not a bad line
+            source.note("the file ends inside the block of disk "
+                        f"{incomplete['device'][-1]}: that block was dropped")
+            incomplete = incomplete.filter(pl.col("block") != last_block)
+        refuse_rows(source, incomplete.with_columns(
+            pl.format("disk {}: the xfer/read/write/queue block is incomplete",
+                      pl.col("device")).alias("reason")))
+    return complete.drop("block")
+
+
+def _long_rows(df: pl.DataFrame, source: Source) -> pl.DataFrame:
+    """The ``-l`` form: one line per disk per report after the ``Disks:`` header lines."""
+    numeric_tail = (pl.col("tok").list.slice(1).list.eval(
+        pl.element().str.contains(r"^(\d+\.?\d*|\.\d+)[A-Za-z]?$|" + _TIME_RE[:-1] + "$"))
+        .list.all())
+    is_data = (pl.col("n") >= 2) & numeric_tail.fill_null(False)
+    is_head = pl.col("line").str.contains(r"^(Disks:|[\s-]+$)").fill_null(False) | (
+        (pl.col("n") > 0) & ~is_data)
+    df = df.with_columns(is_data.alias("is_data"), is_head.alias("is_head"),
+                         pl.col("line").str.contains(r"^Disks:").fill_null(False).cum_sum()
+                         .alias("seen"))
+    stray = df.filter(pl.col("is_head") & (pl.col("seen") == 0)
+                      & ~pl.col("line").str.contains(r"^\s*System configuration").fill_null(
+                          False))
+    refuse_rows(source, stray.with_columns(
+        pl.format("line before the 'Disks:' header: '{}'", pl.col("line")).alias("reason")))
+    data = df.filter(pl.col("is_data")).with_columns(
+        pl.int_range(pl.len()).over(pl.col("tok").list.first()).cast(pl.Int64).alias("rid"))
+    has_time = pl.col("tok").list.last().str.contains(_TIME_RE)
+    nv = pl.col("n") - 1 - has_time.cast(pl.UInt32)
+    data = data.with_columns(nv.alias("nv"), has_time.alias("has_time"))
+    layouts = {23: ("rps", *_RW_FULL, "wps", *_RW_FULL),
+               21: ("rps", *_RW_SHORT, "wps", *_RW_SHORT)}
+    frames: list[pl.DataFrame] = []
+    bad = data.filter(~pl.col("nv").is_in(list(layouts)))
+    refuse_rows(source, bad.with_columns(pl.format(
+        "AIX iostat -Dl line has {} values, expected 23 (or 21 without the min columns): "
+        "'{}'", pl.col("nv"), pl.col("line")).alias("reason")))
+    for nv_count, rw in layouts.items():
+        part = data.filter(pl.col("nv") == nv_count)
+        if part.height == 0:
+            continue
+        fields = [*_XFER, *rw, *_QUEUE]
+        names: list[str] = []
+        exprs = []
+        for i, f in enumerate(fields):
+            if f in ("rps", "wps") or i < len(_XFER) or i >= len(_XFER) + len(rw):
+                name = f
+            else:
+                name = ("r_" if i < len(_XFER) + len(rw) // 2 else "w_") + f
+            names.append(name)
+            exprs.append(_value(pl.col("tok").list.get(i + 1), f).alias(name))
+        part = part.with_columns(
+            pl.col("tok").list.first().alias("device"),
+            pl.when(pl.col("has_time")).then(pl.col("tok").list.last()).alias("time"),
+            *exprs)
+        nums = part.with_columns(pl.when(pl.any_horizontal([pl.col(c).is_null()
+                                                            for c in names]))
+                                 .then(pl.format("AIX iostat -Dl values are not all numbers: "
+                                                 "'{}'", pl.col("line")))
+                                 .otherwise(None).alias("reason"))
+        refuse_rows(source, nums.filter(pl.col("reason").is_not_null()))
+        keep = nums.filter(pl.col("reason").is_null())
+        frames.append(keep.select("line_no", "rid", "device", "time", *names))
+    if not frames:
+        return pl.DataFrame()
+    return pl.concat(frames, how="diagonal_relaxed").sort("line_no")
+
+
+def _drop_cut_report(rows: pl.DataFrame, source: Source, cut: bool) -> pl.DataFrame:
+    """Drop the last report when the file ends inside it: it lacks disks the reports before it
+    all had (same list, in order), or the file's last line had no line break."""
+    lists = rows.group_by("rid", maintain_order=True).agg(pl.col("device")).sort("rid")
+    last = int(lists["rid"][-1])
+    if lists.height < 2:
+        return rows
+    earlier = lists["device"][:-1].to_list()
+    tail = lists["device"][-1].to_list()
+    full = earlier[0]
+    short = len(tail) < len(full) and full[:len(tail)] == tail and all(
+        e == full for e in earlier)
+    if short or (cut and len(tail) < len(full)):
+        source.note(f"the file ends inside report {last + 1} (it lists {len(tail)} of "
+                    f"{len(full)} disks): that report was dropped")
+        return rows.filter(pl.col("rid") != last)
+    return rows
+
+
+def _with_times(rows: pl.DataFrame, source: Source) -> pl.DataFrame:
+    """``ts`` (UTC), ``interval_s`` and ``since_boot`` per row, from ``-T`` times of day (dated
+    by ``Source.start``) or from ``Source.start`` + k x ``Source.interval_s``."""
+    n_reports = max_int(rows["rid"]) + 1
+    start = start_local(source)
+    timed = "time" in rows.columns and rows["time"].null_count() < rows.height
+    if timed:
+        if start is None:
+            raise InputFormatError(source.path, None, "AIX iostat -T prints times of day but "
+                                   "no date: supply the date the run started (--start)")
+        first = (rows.filter(pl.col("time").is_not_null()).group_by("rid")
+                 .agg(pl.col("time").first()).sort("rid"))
+        parts = pl.col("time").str.split(":")
+        sod = (parts.list.get(0).cast(pl.Int64) * 3600 + parts.list.get(1).cast(pl.Int64) * 60
+               + parts.list.get(2).cast(pl.Int64))
+        start_sod = start.hour * 3600 + start.minute * 60 + start.second
+        times = first.with_columns(sod.alias("sod"))
+        # a first time of day before the start's means the run began just before midnight
+        shift = 1 if int(times["sod"][0]) < start_sod else 0
+        day0 = pl.lit(start.date()).cast(pl.Datetime("us"))
+        times = (times.with_columns(((pl.col("sod").diff() < 0).fill_null(False).cum_sum()
+                                     + shift).alias("day"))
+                 .with_columns((day0 + pl.duration(seconds=pl.col("sod")
+                                                   + pl.col("day") * 86400)).alias("ts_local")))
+        if times.height != n_reports:
+            raise InputFormatError(source.path, None, "some AIX iostat reports lack the -T time")
+    else:
+        if start is None or source.interval_s is None or source.interval_s <= 0:
+            raise InputFormatError(source.path, None, "these AIX iostat reports carry no time "
+                                   "stamps (iostat was run without -T): supply the start time "
+                                   "and the sampling interval (--start, --interval)")
+        step = timedelta(seconds=source.interval_s)
+        times = pl.DataFrame({"rid": list(range(n_reports)),
+                              "ts_local": [start + k * step for k in range(n_reports)]},
+                             schema={"rid": pl.Int64(), "ts_local": pl.Datetime("us")})
+    times = (times.select("rid", "ts_local").with_columns(
+        localize(pl.col("ts_local"), source).cast(TS_DTYPE).alias("ts"))
+        .with_columns((pl.col("ts").diff().dt.total_microseconds() / 1e6).alias("interval_s")))
+    if source.interval_s is not None and source.interval_s > 0:
+        regular = float(source.interval_s)
+    else:
+        diffs = times["interval_s"].drop_nulls()
+        diffs = diffs.filter(diffs > 0)
+        if diffs.len() == 0:
+            raise InputFormatError(source.path, None, "a single since-boot AIX iostat report "
+                                   "has no sampling interval: supply it with --interval")
+        regular = float(diffs.median())  # type: ignore[arg-type]
+    times = times.with_columns(
+        (pl.col("rid") == 0).alias("since_boot"),
+        pl.when(pl.col("rid") == 0).then(pl.lit(regular)).otherwise(pl.col("interval_s"))
+        .alias("interval_s"))
+    out = rows.drop("time", strict=False).join(times.select("rid", "ts", "interval_s",
+                                                            "since_boot"), on="rid", how="left")
+    bad = out.filter(~(pl.col("interval_s") > 0))
+    if bad.height:
+        refuse_rows(source, bad.with_columns(pl.format(
+            "time stamp does not advance (interval {} s)", pl.col("interval_s")).alias("reason")))
+        out = out.filter(pl.col("interval_s") > 0)
+    return out

@@ -1,0 +1,33 @@
+"""Oracle AWR text reports (``awrrpt.sql``, text output): wait events and file I/O statistics.
+
+Everything but the sniffer lives in :mod:`iogauge.importers.oracle_common`, shared with
+Statspack: see there for the sections read, the column mapping and the release differences
+(``Top 5 Timed Events`` in 10g, ``Top 5 Timed Foreground Events`` in 11g, ``Top 10 Foreground
+Events by Total Wait Time`` with unit-suffixed averages from 11.2.0.4/12c on). Only the
+single-instance report is read: RAC global reports (``WORKLOAD REPOSITORY RAC REPORT``) and
+compare-period reports have other layouts and are not sniffed as AWR.
+"""
+
+from __future__ import annotations
+
+import re
+
+from iogauge.importers.base import Source
+from iogauge.importers.oracle_common import parse_reports
+from iogauge.model.sampleframe import SampleFrame
+
+NAME = "awr"
+DESCRIPTION = "Oracle AWR text report (wait events, file and tablespace I/O)"
+EXPECTS = "a 'WORKLOAD REPOSITORY report for' line (Oracle awrrpt.sql text output)"
+
+_START_RE = re.compile(r"^\s*WORKLOAD REPOSITORY report for\s*$")
+
+
+def sniff(head: str) -> bool:
+    return any(_START_RE.match(line) for line in head.splitlines()[:200])
+
+
+def parse(data: bytes, source: Source) -> SampleFrame:
+    """AWR report(s) -> datafile/tablespace rows; wait events go to ``source.waits``."""
+    return parse_reports(data, source, fmt=NAME, start_re=_START_RE,
+                         title="WORKLOAD REPOSITORY report for")

@@ -1,0 +1,1365 @@
+"""sysstat ``iostat`` text reports -> SampleFrame (format id ``iostat``).
+
+Every generation of sysstat's ``iostat`` is read, with the layout taken from each ``Device``
+header rather than from a version guess:
+
+* 9.x/10.x/11.0-11.5 ``-x``: ``Device: rrqm/s wrqm/s r/s w/s rkB/s wkB/s avgrq-sz avgqu-sz
+  await r_await w_await svctm %util`` in sectors (``rsec/s``, the default), kB (``-k``) or MB
+  (``-m``). ``avgrq-sz`` is always in 512-byte sectors, whatever the unit option (sysstat
+  computes it as sectors per request in ``compute_ext_disk_stats`` and prints it unconverted).
+* 11.5.x-12.0 transitional ``-x``: ``r/s w/s rkB/s wkB/s rrqm/s wrqm/s %rrqm %wrqm r_await
+  w_await aqu-sz rareq-sz wareq-sz svctm %util`` (request sizes now in kB, no total await).
+* 12.x ``-x``: read, write, discard and flush groups (``d/s dkB/s drqm/s %drqm d_await
+  dareq-sz f/s f_await``), ``svctm`` gone since 12.1.2; ``-s`` short layout (``tps kB/s rqm/s
+  await areq-sz aqu-sz %util``).
+* The basic report (no ``-x``): ``tps kB_read/s kB_wrtn/s [kB_dscd/s] kB_read kB_wrtn
+  [kB_dscd]`` (``Blk_`` = 512-byte blocks, ``MB_``), and its ``-s`` form (``kB_w+d/s``).
+* ``--human`` values (``33.7M``, ``359.1k``, ``4.4%``: sysstat ``cprintf_unit`` scales a kB
+  value by 1024 per letter, so ``M`` = 1024 kB exactly); ``--pretty`` (and ``-h``, which
+  implies both) puts the device name last and splits ``-x`` into four tables per report
+  (read, write, discard, flush) that are joined back by device; sysstat 10/11 ``-h`` printed a
+  long device name on a line of its own, values on the next.
+* ``-t`` report times in every ``%x %X`` locale spelling (see :mod:`.timestamps`),
+  ``-p ALL`` partitions (``device_kind`` partition, ``parent`` from the kernel naming rule),
+  ``-z`` (idle devices omitted from some reports: those rows are simply absent), ``-y``,
+  ``-N``/``-j`` names, decimal commas (sysstat follows LC_NUMERIC), CRLF line ends.
+
+Column mapping (printed column -> SampleFrame column, unit conversion):
+
+===========================================  ===============  ==========================
+iostat column                                SampleFrame      conversion
+===========================================  ===============  ==========================
+r/s w/s d/s f/s                              r/w/d/f_iops
+tps                                          iops             (reads+writes+discards)
+rkB/s wkB/s dkB/s, kB_read/s kB_wrtn/s       r/w/d_kBps       x1
+kB_dscd/s
+rMB/s wMB/s dMB/s, MB_read/s …               r/w/d_kBps       x1024
+rsec/s wsec/s dsec/s, Blk_read/s …           r/w/d_kBps       /2 (512-byte units)
+kB/s MB/s sec/s (``-s``)                     kBps             x1, x1024, /2
+kB_w+d/s (basic ``-s``)                      kBps             read + (write+discard)
+rrqm/s wrqm/s drqm/s                         r/w/d_merged_ps
+%rrqm %wrqm %drqm                            r/w/d_rqm_pct
+r_await w_await d_await f_await, await       *_await_ms
+rareq-sz wareq-sz dareq-sz, areq-sz          r/w/d_areq_kB,   x1 (kB)
+                                             areq_kB
+avgrq-sz                                     areq_kB          /2 (sectors, every version)
+avgqu-sz aqu-sz                              aqu_sz
+svctm                                        svctm_ms
+%util                                        util_pct
+avg-cpu %user %nice %system %iowait          cpu_*_pct        (that report's rows)
+%steal %idle
+kB_read kB_wrtn kB_dscd (totals)             —                rate x interval, redundant
+rqm/s (``-s``)                               —                reads+writes merged: no
+                                                              column; a note says so
+===========================================  ===============  ==========================
+
+Times (``ts`` = end of the report's interval, UTC):
+
+* ``-t``: the printed time, read in the offset it states (``S_TIME_FORMAT=ISO``), else in
+  ``--tz``, else as UTC with a note. Day/month order is decided from all dates of the file
+  (:func:`.timestamps.infer_date_order`). ``interval_s`` is the run's sampling interval (the
+  most frequent step between report times, or ``--interval``); a step more than one second
+  longer is a real gap (iostat stopped, host suspended) and is kept as the interval.
+* no ``-t``: report times are not in the file. With ``--interval`` (and ``--start`` if
+  known) reports are placed at ``start + k * interval``; without ``--start`` at midnight of the
+  banner date in the file's zone, and a note says that only the spacing is real. A file with
+  several reports and no interval is refused with an error naming ``--interval``. A file
+  holding only iostat's since-boot summary needs neither (its one report is stamped at the
+  banner date's midnight, ``interval_s`` 1 s nominal, flagged ``since_boot``).
+* The first report after each ``Linux …`` banner is iostat's since-boot summary: kept, with
+  ``since_boot`` true (iostat ``-y`` omits it; a log written with ``-y`` has its first real
+  interval flagged too — the file cannot tell). A file that starts without a banner (a
+  fragment of a longer log) is read as measured intervals, with a note.
+
+Damaged input: a line that is not what its place requires (wrong number of fields for its
+``Device`` header, a non-number, a line outside any block) is refused with file:line:reason
+(``--lenient``: skipped and counted). Two cuts are *not* errors, because logs are routinely
+copied while iostat is still writing them or trimmed with ``tail``: lines before the first
+complete report, and a last report that is incomplete (its last line has no newline, or it
+has fewer lines than the report before it and no closing blank line) are dropped with a note.
+
+Speed and memory: the file is read in pieces of :data:`CHUNK_BYTES` cut just after a blank
+line (iostat never breaks a table with one, so each piece is self-contained). A piece is read
+as one polars string column; its lines are classified by their first byte, with exact tests
+only on the few lines that can be banners, stamps, avg-cpu blocks or headers. Device lines
+as long as their header (sysstat pads every field to a fixed width, so nothing overflowed)
+are decoded at the header's column boundaries by :func:`_decode_fixed` — a numpy pass per
+character column over a transposed block of lines, exact like ``strtod``; only lines that
+differ (long names, overflowing values, human units, signs, decimal commas) go through a
+per-layout regular expression. Report boundaries, runs and times are linked across pieces
+by binary search in the sorted indices of the few structural lines. Python loops run over
+headers, runs, pieces and character columns, never over lines. :func:`iter_parse` yields a
+SampleFrame per batch of pieces (:data:`LINK_BYTES`), so memory is bounded by the pieces, not
+the file (``benchmarks/import_speed.py`` streams it to Parquet); :func:`parse` is the same
+over an in-memory buffer.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import re
+from collections import deque
+from collections.abc import Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import BinaryIO
+
+import numpy as np
+import polars as pl
+
+from iogauge.collector.sysfs import guess_parent, kind_from_name
+from iogauge.errors import InputFormatError
+from iogauge.importers import timestamps as tsx
+from iogauge.importers.base import MAX_LISTED_SKIPS, Source
+from iogauge.importers.io import decode
+from iogauge.model.sampleframe import SampleFrame
+
+NAME = "iostat"
+DESCRIPTION = ("sysstat iostat text, 9.x to 12.x (-x or basic, -t, -p ALL, -z, -k/-m/sectors, "
+               "--human/--pretty)")
+EXPECTS = ("an 'avg-cpu:  %user …' block or a 'Device' header with iostat columns (r/s, "
+           "rkB/s, tps, %util …), as printed by sysstat iostat")
+
+#: Bytes read and scanned per piece by :func:`iter_parse` (and :func:`parse`): the working
+#: memory of a scan is a few times this.
+CHUNK_BYTES = 3 << 20
+
+#: Pieces are linked (reports, times) and turned into SampleFrames in batches of about this
+#: many bytes of text: the batch holds only the pieces' numbers and structural lines, far
+#: less than their text, and the per-batch fixed costs are paid less often.
+LINK_BYTES = 6 << 20
+
+#: interval_s given to a since-boot-only report when the file has no interval at all.
+UNKNOWN_INTERVAL_S = 1.0
+
+#: sysstat prints the device name as "%-13s" (iostat.c write_plain_ext_stat and
+#: write_plain_basic_stat, every version since 9.x).
+_DEVICE_WIDTH = 13
+
+#: Lines decoded per block by the fixed-width reader (a block of character columns stays
+#: in the CPU cache while it is transposed and read).
+_DECODE_BLOCK = 8192
+
+#: Pieces scanned in worker threads while this thread links reports (polars and numpy
+#: release the GIL): one on machines with more than two CPUs; none on two or fewer, where a
+#: second piece in flight costs memory and, measured on a busy 2-CPU host, no time.
+_WORKERS = 1 if (os.cpu_count() or 1) > 2 else 0
+
+#: Steps between report times needed before a streamed run's interval is fixed.
+_MIN_STEPS = 8
+
+# ---- line kinds ----------------------------------------------------------------------------
+_BLANK, _BANNER, _TS, _CPUH, _CPUV, _DEVH, _ROW, _BANNER_CAND, _TS_CAND = range(9)
+_STRUCTURAL = (_BANNER, _TS, _CPUH, _CPUV, _DEVH)
+
+_BANNER_RE = (r"^Linux\s+(?P<kernel>\S+)\s+\((?P<host>[^)]*)\)\s+(?P<date>.+?)\s+"
+              r"_(?P<arch>\S+)_\s+\((?P<ncpu>\d+)\s+CPU\)\s*$")
+# Pretty (device-last) tables after the first of a report: write, discard, flush parts.
+_PART_RE = r"^\s*(?:w/s|d/s|f/s)\s"
+
+_NOT_A_NUMBER = ("a value is not a number (as iostat prints them: 12.34, 1,5, 33.7M or "
+                 "4.4%)")
+_NOT_UNDERSTOOD = ("line not understood: not a device line of a 'Device' table, a time "
+                   "stamp, an avg-cpu block or a banner")
+
+_SNIFF_AVGCPU = re.compile(r"^avg-cpu:\s+%user", re.MULTILINE)
+_SNIFF_DEVICE = re.compile(
+    r"^(?:Device:?\s+(?:r/s|rrqm/s|tps|w/s)\s.*"
+    r"|\s*(?:r/s|w/s|d/s|f/s|tps|rrqm/s)\s+.*\S\s+Device)\s*$", re.MULTILINE)
+
+
+def sniff(head: str) -> bool:
+    """An iostat text report: an ``avg-cpu:`` block or a ``Device`` header of iostat columns.
+
+    The ``Linux … (host) date _arch_ (n CPU)`` banner alone is not enough: sar prints it too.
+    """
+    return bool(_SNIFF_AVGCPU.search(head) or _SNIFF_DEVICE.search(head))
+
+
+# ---- columns -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ColumnSpec:
+    """How one printed column becomes a SampleFrame column.
+
+    Attributes:
+        target: SampleFrame column, or None when the column is not imported.
+        factor: multiplier from the printed unit to the SampleFrame unit (exact: powers of 2).
+        size: the value is a kB amount that ``--human`` prints with a k/M/G… suffix.
+        rank: when two printed columns give one target (sysstat 7 printed sectors and kB),
+            the lower rank wins.
+        note: told to the user when the column is present but not imported.
+    """
+
+    target: str | None
+    factor: float = 1.0
+    size: bool = False
+    rank: int = 0
+    note: str | None = None
+
+
+def _rate_cols() -> dict[str, ColumnSpec]:
+    cols: dict[str, ColumnSpec] = {}
+    for p in ("r", "w", "d"):
+        cols[f"{p}kB/s"] = ColumnSpec(f"{p}_kBps", 1.0, True, 0)
+        cols[f"{p}MB/s"] = ColumnSpec(f"{p}_kBps", 1024.0, True, 2)
+        cols[f"{p}sec/s"] = ColumnSpec(f"{p}_kBps", 0.5, True, 1)
+        cols[f"{p}rqm/s"] = ColumnSpec(f"{p}_merged_ps")
+        cols[f"%{p}rqm"] = ColumnSpec(f"{p}_rqm_pct")
+        cols[f"{p}_await"] = ColumnSpec(f"{p}_await_ms")
+        cols[f"{p}areq-sz"] = ColumnSpec(f"{p}_areq_kB", 1.0, True)
+        cols[f"{p}/s"] = ColumnSpec(f"{p}_iops")
+    for word, p in (("read", "r"), ("wrtn", "w"), ("dscd", "d")):
+        cols[f"kB_{word}/s"] = ColumnSpec(f"{p}_kBps", 1.0, True, 0)
+        cols[f"MB_{word}/s"] = ColumnSpec(f"{p}_kBps", 1024.0, True, 2)
+        cols[f"Blk_{word}/s"] = ColumnSpec(f"{p}_kBps", 0.5, True, 1)
+        for unit in ("kB", "MB", "Blk"):
+            cols[f"{unit}_{word}"] = ColumnSpec(None, size=True)  # interval total = rate x interval
+    for unit, factor, rank in (("kB", 1.0, 0), ("MB", 1024.0, 2), ("Blk", 0.5, 1)):
+        # basic -s: writes and discards together; kBps = read + w+d (see _assemble)
+        cols[f"{unit}_w+d/s"] = ColumnSpec("_wd_kBps", factor, True, rank)
+        cols[f"{unit}_w+d"] = ColumnSpec(None, size=True)
+    return cols
+
+
+#: Printed iostat device column -> how it is imported (the table in the module docstring).
+COLUMNS: dict[str, ColumnSpec] = {
+    **_rate_cols(),
+    "f/s": ColumnSpec("f_iops"),
+    "f_await": ColumnSpec("f_await_ms"),
+    "tps": ColumnSpec("iops"),
+    "kB/s": ColumnSpec("kBps", 1.0, True, 0),
+    "MB/s": ColumnSpec("kBps", 1024.0, True, 2),
+    "sec/s": ColumnSpec("kBps", 0.5, True, 1),
+    "await": ColumnSpec("await_ms"),
+    "areq-sz": ColumnSpec("areq_kB", 1.0, True),
+    "avgrq-sz": ColumnSpec("areq_kB", 0.5),  # sectors in every sysstat that printed it
+    "avgqu-sz": ColumnSpec("aqu_sz"),
+    "aqu-sz": ColumnSpec("aqu_sz"),
+    "svctm": ColumnSpec("svctm_ms"),
+    "%util": ColumnSpec("util_pct"),
+    "rqm/s": ColumnSpec(None, note="column rqm/s (read+write+discard requests merged per second, "
+                  "iostat -s) has no SampleFrame column and was not imported"),
+}
+
+#: avg-cpu column -> SampleFrame host CPU column.
+CPU_COLUMNS: dict[str, str] = {
+    "%user": "cpu_user_pct", "%nice": "cpu_nice_pct", "%system": "cpu_system_pct",
+    "%sys": "cpu_system_pct", "%iowait": "cpu_iowait_pct", "%steal": "cpu_steal_pct",
+    "%idle": "cpu_idle_pct",
+}
+_CPU_TARGETS: tuple[str, ...] = ("cpu_user_pct", "cpu_nice_pct", "cpu_system_pct",
+                                 "cpu_iowait_pct", "cpu_steal_pct", "cpu_idle_pct")
+
+# --human suffixes: sysstat cprintf_unit divides a kB value by 1024 per step through
+# "B k M G T P E Z Y" (B is bytes); '%' marks percentages.
+_SUFFIX_FACTOR: dict[str, float] = {
+    "B": 1.0 / 1024, "k": 1.0, "K": 1.0, "M": 1024.0, "G": 1024.0**2, "T": 1024.0**3,
+    "P": 1024.0**4, "E": 1024.0**5, "Z": 1024.0**6, "Y": 1024.0**7,
+}
+
+
+@dataclass
+class _Layout:
+    """One distinct ``Device`` header of the file.
+
+    Attributes:
+        text: the header line as printed.
+        tokens: its column names.
+        ends: byte offset just past each name (values are right-aligned to it).
+        device_last: ``--pretty``: the device name is the last field.
+        part: a ``--pretty`` table after the first of a report (w/s, d/s, f/s first).
+        cols: (field index, printed name, mapping) of every imported column.
+        notes: what the user should know about this header (unknown columns …).
+    """
+
+    text: str
+    tokens: list[str]
+    ends: list[int]
+    device_last: bool
+    part: bool
+    cols: list[tuple[int, str, ColumnSpec]]
+    notes: list[str]
+
+    @property
+    def n_fields(self) -> int:
+        return len(self.tokens)
+
+
+def _layout(text: str) -> _Layout:
+    stripped = text.rstrip()
+    spans = [(m.group(0), m.end()) for m in re.finditer(r"\S+", stripped)]
+    tokens = [s[0] for s in spans]
+    device_last = not tokens[0].startswith("Device")
+    part = bool(re.match(_PART_RE, stripped))
+    chosen: dict[str, tuple[int, str, ColumnSpec]] = {}
+    notes: list[str] = []
+    for idx, tok in enumerate(tokens):
+        if tok.startswith("Device"):
+            continue
+        spec = COLUMNS.get(tok)
+        if spec is None:
+            notes.append(f"column {tok!r} of the Device header is not a known iostat column; "
+                         "it was not imported")
+            continue
+        if spec.target is None:
+            if spec.note:
+                notes.append(spec.note)
+            continue
+        prev = chosen.get(spec.target)
+        if prev is None or spec.rank < prev[2].rank:
+            chosen[spec.target] = (idx, tok, spec)
+    return _Layout(text=text, tokens=tokens, ends=[s[1] for s in spans],
+                   device_last=device_last, part=part,
+                   cols=sorted(chosen.values(), key=lambda c: c[0]), notes=notes)
+
+
+# ---- reading -------------------------------------------------------------------------------
+
+
+def _read_lines(buf: bytes) -> pl.Series:
+    """The lines of ``buf`` as one string column (blank lines null), whatever the encoding."""
+    def _csv(b: bytes) -> pl.Series:
+        return pl.read_csv(b, has_header=False, separator="\x1f", quote_char=None,
+                           new_columns=["line"], schema={"line": pl.String})["line"]
+    if not buf:
+        return pl.Series("line", [], dtype=pl.String)
+    if buf.startswith((b"\xef\xbb\xbf", b"\xff\xfe", b"\xfe\xff")) or \
+            (len(buf) >= 4 and buf[1:2] == b"\x00" and buf[3:4] == b"\x00"):
+        return _csv(decode(buf).encode("utf-8"))
+    try:
+        return _csv(buf)
+    except pl.exceptions.ComputeError:
+        # Not UTF-8 (a Latin-1 host name, an EUC-JP time stamp): decode as io.decode does.
+        return _csv(decode(buf).encode("utf-8"))
+
+
+def _chunks(stream: BinaryIO, chunk_bytes: int) -> Iterator[tuple[bytes, int, bool]]:
+    """(bytes, number of the chunk's first line - 1, last) for pieces of ``stream`` cut just
+    after a blank line.
+
+    iostat never puts a blank line inside a device table, so every device line of a piece
+    has its ``Device`` header in the same piece: pieces can be scanned independently (and
+    in parallel). A piece without any blank line grows until one comes.
+    """
+    first = stream.read(4)
+    if first.startswith((b"\xff\xfe", b"\xfe\xff")) or \
+            (len(first) >= 4 and first[1:2] == b"\x00" and first[3:4] == b"\x00"):
+        # UTF-16 (a log saved by a Windows editor): newline bytes are not b"\n" alone; such
+        # files are small, so transcode the whole stream once.
+        stream = io.BytesIO(decode(first + stream.read()).encode("utf-8"))
+        first = b""
+    elif first.startswith(b"\xef\xbb\xbf"):
+        first = first[3:]
+    carry = first
+    line0 = 0
+    while True:
+        block = stream.read(chunk_bytes)
+        buf = carry + block if carry else block
+        if not block:
+            yield buf, line0, True  # possibly empty: it closes the last report
+            return
+        cut = max(buf.rfind(b"\n\n"), buf.rfind(b"\n\r\n"))
+        if cut < 0:
+            carry = buf
+            continue
+        cut = buf.index(b"\n", cut + 1) + 1  # just after the blank line
+        piece = buf[:cut]
+        carry = buf[cut:]
+        yield piece, line0, False
+        line0 += piece.count(b"\n")
+
+
+@dataclass
+class _Scan:
+    """What one piece holds, found without any state (phase A; may run in a thread).
+
+    Line indices are the file's 0-based line numbers.
+
+    Attributes:
+        n_lines: lines in the piece.
+        struct: banner, stamp, avg-cpu, avg-cpu values and Device header lines
+            (``i``, ``kind``, ``line``).
+        rows: parsed device lines (``i``, ``device``, ``part`` flag, measures).
+        cpu: avg-cpu values (``i`` of the values line, cpu_* columns).
+        orphans: indices of lines that are not in any table.
+        bad: (line number, reason) of device lines that could not be read.
+        notes: notes of the layouts met (unknown columns …).
+        last_kind: kind of the piece's last line; ``newline``: it ends with one.
+        last_row: index of the last device line (orphans included), or -1.
+    """
+
+    n_lines: int
+    struct: pl.DataFrame
+    rows: pl.DataFrame
+    cpu: pl.DataFrame
+    orphans: pl.Series
+    bad: list[tuple[int, str]]
+    notes: list[str]
+    last_kind: int
+    newline: bool
+    last_row: int
+
+
+def _classify(lines: pl.Series) -> pl.Series:
+    """Kind of every line: one pass for the first byte, exact tests on the few lines whose
+    first byte allows a banner, stamp, avg-cpu or Device header."""
+    n = lines.len()
+    first = lines.cast(pl.Binary).bin.slice(0, 1)
+    digits = [str(d).encode() for d in range(10)]
+    look = sorted({b"L", b"a", b"D", b" ", b"\t", *digits})
+    base = pl.select(pl.when(first.is_null()).then(pl.lit(_BLANK, pl.UInt8))
+                     .otherwise(pl.lit(_ROW, pl.UInt8))).to_series()
+    cand = pl.DataFrame({"line": lines, "first": first}).with_row_index("i").filter(
+        pl.col("first").is_in(look))
+    if cand.height == 0:
+        return base.alias("kind")
+    text = pl.col("line")
+    is_stamp = ((text.str.contains(tsx.NUMERIC_PATTERN) | text.str.contains(tsx.CJK_PATTERN))
+                & text.str.contains(r"[:時时시]"))
+    kinds = cand.select(
+        "i",
+        pl.when(text.str.starts_with("Linux ") & text.str.contains(_BANNER_RE))
+        .then(pl.lit(_BANNER, pl.UInt8))
+        .when(text.str.starts_with("avg-cpu")).then(pl.lit(_CPUH, pl.UInt8))
+        .when(text.str.starts_with("Device") | text.str.ends_with(" Device"))
+        .then(pl.lit(_DEVH, pl.UInt8))
+        .when(pl.col("first").is_in(digits) & is_stamp).then(pl.lit(_TS, pl.UInt8))
+        .when(text.str.contains(r"^\s*$")).then(pl.lit(_BLANK, pl.UInt8))
+        .otherwise(pl.lit(_ROW, pl.UInt8)).alias("kind"))
+    out = base.scatter(kinds["i"], kinds["kind"])
+    # the line after an avg-cpu header holds its values
+    after = kinds.filter(pl.col("kind") == _CPUH)["i"] + 1
+    after = after.filter(after < n)
+    if after.len():
+        vals = out.gather(after)
+        out = out.scatter(after.filter(vals != _BLANK), _CPUV)
+    return out.alias("kind")
+
+
+def _scan(buf: bytes, line0: int, final: bool, layouts: dict[str, _Layout]) -> _Scan:
+    """Phase A: classify the lines of a piece and read its device and avg-cpu lines."""
+    lines = _read_lines(buf)
+    n = lines.len()
+    newline = not buf or buf.endswith(b"\n")
+    frame = pl.DataFrame({"line": lines, "kind": _classify(lines)}).with_row_index("i")
+    if line0:
+        frame = frame.with_columns(pl.col("i").cast(pl.Int64) + line0)
+    else:
+        frame = frame.with_columns(pl.col("i").cast(pl.Int64))
+    struct = frame.filter(pl.col("kind").is_in(_STRUCTURAL))
+    rows = frame.filter(pl.col("kind") == _ROW).select("i", "line")
+    notes: list[str] = []
+    bad: list[tuple[int, str]] = []
+    last_kind = int(frame["kind"][-1]) if n else _BLANK
+    last_row = int(rows["i"][-1]) if rows.height else -1
+    # a device line belongs to the table whose header is the last non-device line above it
+    # (a piece starts after a blank line: nothing above counts)
+    nonrow = frame.filter(pl.col("kind") != _ROW).select("i", "kind")
+    pos = nonrow["i"].search_sorted(rows["i"], side="right").cast(pl.Int64) - 1
+    ctx = nonrow["kind"].gather(pos.clip(0, None))
+    in_table = pl.select(pl.when(pos >= 0).then(ctx == _DEVH).otherwise(False)).to_series()
+    orphans = rows.filter(~in_table)["i"]
+    rows = rows.filter(in_table)
+    parsed = _parse_rows(struct, rows, layouts, notes, bad)
+    cpu = _parse_cpu(struct, bad)
+    return _Scan(n, struct, parsed, cpu, orphans, bad, notes, last_kind, newline, last_row)
+
+
+def _merge(scans: list[_Scan]) -> _Scan:
+    """Consecutive pieces' scans as one (phase B's fixed costs are paid once per batch)."""
+    if len(scans) == 1:
+        return scans[0]
+    last = scans[-1]
+    return _Scan(
+        n_lines=sum(x.n_lines for x in scans),
+        struct=pl.concat([x.struct for x in scans], how="vertical_relaxed"),
+        rows=pl.concat([x.rows for x in scans], how="diagonal_relaxed"),
+        cpu=pl.concat([x.cpu for x in scans], how="diagonal_relaxed"),
+        orphans=pl.concat([x.orphans for x in scans]),
+        bad=[b for x in scans for b in x.bad],
+        notes=[n for x in scans for n in x.notes],
+        last_kind=last.last_kind, newline=last.newline,
+        last_row=max(x.last_row for x in scans))
+
+
+def _parse_rows(struct: pl.DataFrame, rows: pl.DataFrame, layouts: dict[str, _Layout],
+                notes: list[str], bad: list[tuple[int, str]]) -> pl.DataFrame:
+    """Device lines -> numbers, per distinct Device header (a few per file)."""
+    if rows.height == 0:
+        return pl.DataFrame(schema={"i": pl.Int64, "device": pl.String, "part": pl.Boolean})
+    headers = struct.filter(pl.col("kind") == _DEVH).select("i", "line")
+    texts = headers["line"].unique(maintain_order=True).to_list()
+    for text in texts:
+        lay = layouts.get(text)
+        if lay is None:
+            lay = layouts[text] = _layout(text)
+        notes.extend(lay.notes)
+    work = rows
+    if len(texts) > 1:
+        lay_of = {t: n for n, t in enumerate(texts)}
+        hdr_lay = headers["line"].replace_strict(lay_of, return_dtype=pl.Int64)
+        pos = headers["i"].search_sorted(rows["i"], side="right").cast(pl.Int64) - 1
+        work = work.with_columns(hdr_lay.gather(pos).alias("lay"))
+    frames: list[pl.DataFrame] = []
+    for n_lay, text in enumerate(texts):
+        sub = work.filter(pl.col("lay") == n_lay) if len(texts) > 1 else work
+        if sub.height:
+            lay = layouts[text]
+            part = lay.part or lay.device_last
+            frames.append(_parse_layout(lay, sub.select("i", "line"), bad)
+                          .with_columns(pl.lit(part).alias("part")))
+    out = pl.concat(frames, how="diagonal_relaxed") if len(frames) > 1 else frames[0]
+    return out.sort("i") if len(frames) > 1 else out
+
+
+def _decode_fixed(lines: pl.Series, fields: list[tuple[int, int]]
+                  ) -> tuple[list[np.ndarray], np.ndarray]:
+    """Numbers at fixed byte ranges of equal-length ASCII lines, as ``strtod`` reads them.
+
+    Each range must hold spaces, then digits, then — at the same place as in the first
+    line — a '.' and digits (sysstat's right-aligned ``" %*.2f"``). The digits are read as
+    one integer (exact) and divided by the power of ten of the decimals (one correctly
+    rounded division: the same double as parsing the text). Lines shaped otherwise (a sign,
+    nan, a human suffix, a decimal comma) are flagged, not read: the caller parses them on
+    the regex path. Vectorised with numpy over a transposed block of lines: one pass per
+    character column, none per line.
+
+    Returns the values per range and a per-line ``ok`` mask.
+    """
+    k = lines.len()
+    width = len(lines[0].encode()) if k else 0
+    data = np.frombuffer(lines.str.join("").item().encode(), dtype=np.uint8)
+    if data.size != k * width:  # not single-byte text after all
+        return [np.zeros(k) for _ in fields], np.zeros(k, dtype=bool)
+    mat = data.reshape(k, width)
+    a0, b0 = fields[0][0], fields[-1][1]
+    dots = []
+    for a, b in fields:
+        d = bytes(mat[0, a:b]).rfind(b".")
+        dots.append(a + d if d >= 0 else b)
+    ok = np.ones(k, dtype=bool)
+    out = [np.empty(k, dtype=np.float64) for _ in fields]
+    for r0 in range(0, k, _DECODE_BLOCK):
+        r1 = min(k, r0 + _DECODE_BLOCK)
+        cols = np.ascontiguousarray(mat[r0:r1, a0:b0].T)  # one row per character column
+        okb = ok[r0:r1]
+        for j, (a, b) in enumerate(fields):
+            dot = dots[j]
+            ip = cols[a - a0:dot - a0]
+            if ip.shape[0] == 0:
+                okb &= False
+                continue
+            sp = ip == 32
+            dg = (ip - 48) < 10  # uint8 arithmetic: below '0' wraps high
+            okb &= (sp | dg).all(axis=0)
+            okb &= ~(sp[1:] & ~sp[:-1]).any(axis=0)  # no space after a digit
+            okb &= dg[-1]
+            whole = np.where(dg, ip - 48, 0)
+            cents = np.zeros(r1 - r0, dtype=np.int64)
+            for q in range(whole.shape[0]):
+                cents *= 10
+                cents += whole[q]
+            if dot < b:
+                okb &= cols[dot - a0] == 46
+                fp = cols[dot + 1 - a0:b - a0]
+                okb &= ((fp - 48) < 10).all(axis=0)
+                for q in range(fp.shape[0]):
+                    cents *= 10
+                    cents += fp[q]
+                    cents -= 48
+                np.divide(cents, float(10 ** fp.shape[0]), out=out[j][r0:r1])
+            else:
+                out[j][r0:r1] = cents
+    return out, ok
+
+
+def _parse_layout(lay: _Layout, rows: pl.DataFrame,
+                  bad: list[tuple[int, str]]) -> pl.DataFrame:
+    """Numbers of the device lines under one header: fixed-width fast path, then regex.
+
+    sysstat prints the name as ``%-13s`` and each value right-aligned in a fixed width
+    (``" %*.2f"``), so a line exactly as long as its header has no overflowed field and
+    each value lies between the ends of two header names (:func:`_decode_fixed`). Lines
+    that differ (long names, overflowing values, human units, signs, decimal commas) take
+    the regex path (:func:`_parse_slow`).
+    """
+    line = pl.col("line")
+    width = _DEVICE_WIDTH
+    if lay.device_last or not lay.cols or lay.ends[1] - width < 2:
+        return _parse_slow(lay, rows, bad)
+    header_len = len(lay.text.encode("utf-8"))
+    fixed = rows.select((line.str.len_bytes() == header_len).alias("f"))["f"]
+    cand = rows.filter(fixed)
+    if cand.height == 0:
+        return _parse_slow(lay, rows, bad)
+    fields = [(lay.ends[idx - 1] if idx > 1 else width, lay.ends[idx])
+              for idx, _tok, _spec in lay.cols]
+    values, ok = _decode_fixed(cand["line"], fields)
+    device = cand["line"].str.slice(0, width).str.strip_chars_end(" ")
+    ok &= (device.str.len_bytes() > 0).to_numpy() & \
+        ~device.str.contains(" ", literal=True).to_numpy()
+    cols = {"i": cand["i"], "device": device}
+    for (_idx, _tok, spec), v in zip(lay.cols, values, strict=True):
+        cols[spec.target or ""] = pl.Series(v * spec.factor if spec.factor != 1.0 else v)
+    fast = pl.DataFrame(cols)
+    if ok.all():
+        slow = rows.filter(~fixed)
+    else:
+        mask = pl.Series(ok)
+        retry = cand.filter(~mask)["i"]
+        fast = fast.filter(mask)
+        slow = pl.concat([rows.filter(~fixed), cand.filter(~mask)]).sort("i")
+        del retry
+    if slow.height == 0:
+        return fast
+    # file order: lines that took the regex path go back between their neighbours
+    return pl.concat([fast, _parse_slow(lay, slow, bad)], how="vertical_relaxed").sort("i")
+
+
+def _parse_slow(lay: _Layout, rows: pl.DataFrame, bad: list[tuple[int, str]]) -> pl.DataFrame:
+    """Whitespace-split lines (any width), --human suffixes, decimal commas."""
+    rows = _merge_name_lines(lay, rows)
+    n = lay.n_fields
+    pattern = r"^\s*(\S+)" + r"\s+(\S+)" * (n - 1) + r"\s*$"
+    groups = rows.select("i", pl.col("line").str.extract_groups(pattern).alias("g"),
+                         pl.col("line").str.count_matches(r"\S+").alias("nf"))
+    matched = groups.filter(pl.col("g").struct.field("1").is_not_null())
+    for i, nf in groups.filter(pl.col("g").struct.field("1").is_null()).select(
+            "i", "nf").iter_rows():
+        bad.append((int(i) + 1, (f"expected {n} fields as in the Device header "
+                                 f"'{' '.join(lay.tokens[:4])} …', found {nf}")))
+    dev_idx = n - 1 if lay.device_last else 0
+    exprs: list[pl.Expr] = [pl.col("i"),
+                            pl.col("g").struct.field(str(dev_idx + 1)).alias("device")]
+    for idx, _tok, spec in lay.cols:
+        tok = pl.col("g").struct.field(str(idx + 1))
+        exprs.append(_human_value(tok, spec).alias(spec.target or ""))
+    out = matched.select(exprs)
+    if lay.cols:
+        failed = out.filter(pl.any_horizontal([pl.col(spec.target or "").is_null()
+                                               for _, _, spec in lay.cols]))
+        if failed.height:
+            for i in failed["i"].to_list():
+                bad.append((int(i) + 1, _NOT_A_NUMBER))
+            out = out.filter(~pl.col("i").is_in(failed["i"].implode()))
+    return out
+
+
+def _merge_name_lines(lay: _Layout, rows: pl.DataFrame) -> pl.DataFrame:
+    """sysstat 10/11 ``-h``: a device name alone on a line, its values on the next."""
+    if lay.device_last:
+        return rows
+    single = ~pl.col("line").str.strip_chars().str.contains(r"\s")
+    nxt_i = pl.col("i").shift(-1)
+    nxt_line = pl.col("line").shift(-1)
+    flagged = rows.with_columns(
+        (single & (nxt_i == pl.col("i") + 1)
+         & nxt_line.str.contains(r"^\s")).fill_null(False).alias("name_only"))
+    if not flagged["name_only"].any():
+        return rows
+    merged = flagged.with_columns(
+        pl.when(pl.col("name_only"))
+        .then(pl.col("line").str.strip_chars() + pl.lit(" ") + nxt_line)
+        .otherwise(pl.col("line")).alias("line"),
+        pl.col("name_only").shift(1).fill_null(False).alias("consumed"))
+    return merged.filter(~pl.col("consumed")).drop("name_only", "consumed")
+
+
+def _parse_cpu(struct: pl.DataFrame, bad: list[tuple[int, str]]) -> pl.DataFrame:
+    """avg-cpu values (the line after each avg-cpu header); fixed width like device lines."""
+    empty = pl.DataFrame(schema={"i": pl.Int64, **dict.fromkeys(_CPU_TARGETS, pl.Float64)})
+    val = struct.filter(pl.col("kind") == _CPUV).select("i", pl.col("line").alias("v"))
+    if val.height == 0:
+        return empty
+    hdr = struct.filter(pl.col("kind") == _CPUH).select((pl.col("i") + 1).alias("i"),
+                                                        pl.col("line").alias("h"))
+    both = val.join(hdr, on="i", how="left")
+    out: list[pl.DataFrame] = []
+    for htext in both["h"].drop_nulls().unique(maintain_order=True).to_list():
+        spans = [(m.group(0), m.end()) for m in re.finditer(r"\S+", htext.rstrip())]
+        names = [s[0] for s in spans[1:]]
+        grp = both.filter(pl.col("h") == htext)
+        v = pl.col("v")
+        cols = [(CPU_COLUMNS[nm], j, spans[j][1], spans[j + 1][1])
+                for j, nm in enumerate(names) if nm in CPU_COLUMNS]
+        fixed = v.str.len_bytes() == len(htext.rstrip().encode())
+        fast = grp.filter(fixed).select(
+            "i", *[v.str.slice(a, b - a).str.strip_chars_start(" ")
+                   .cast(pl.Float64, strict=False).alias(t) for t, _, a, b in cols])
+        good = pl.all_horizontal([pl.col(t).is_not_null() for t, _, _, _ in cols])
+        retry = pl.concat([fast.filter(~good).select("i"), grp.filter(~fixed).select("i")])
+        out.append(fast.filter(good))
+        if retry.height:
+            slow = grp.filter(pl.col("i").is_in(retry["i"].implode()))
+            toks = slow["v"].str.extract_all(r"\S+")
+            ok = toks.list.len() == len(names)
+            for i in slow.filter(~ok)["i"].to_list():
+                bad.append((int(i) + 1, (f"avg-cpu values: expected {len(names)} fields "
+                                         f"under '{htext.strip()}'")))
+            frame = slow.filter(ok).with_columns(toks.filter(ok).alias("t")).select(
+                "i", *[_number(pl.col("t").list.get(j)).alias(t) for t, j, _, _ in cols])
+            for i in frame.filter(~good)["i"].to_list():
+                bad.append((int(i) + 1, "avg-cpu values: not a number"))
+            out.append(frame.filter(good))
+    orphan_values = both.filter(pl.col("h").is_null())
+    for i in orphan_values["i"].to_list():  # pragma: no cover - classified after a header
+        bad.append((int(i) + 1, "avg-cpu values without their header"))
+    if not out:
+        return empty
+    return pl.concat(out, how="diagonal_relaxed").sort("i")
+
+
+@dataclass
+class _Run:
+    """One iostat invocation: the lines after a ``Linux …`` banner (or the file's start)."""
+
+    run_id: int
+    host: str | None = None
+    banner_date: str | None = None
+    banner_line: int | None = None
+    reports: int = 0  # reports of this run seen so far
+    has_ts: bool = False
+    has_cpu: bool = False
+    nominal_s: float | None = None
+    nominal_fixed: bool = False
+    last_utc: datetime | None = None
+    anchor: datetime | None = None  # start of a run without -t stamps
+    closed: bool = False
+
+
+@dataclass
+class _Pending:
+    rows: list[pl.DataFrame] = field(default_factory=list)
+    reports: list[pl.DataFrame] = field(default_factory=list)
+
+
+class _Parser:
+    """Phase B: the state that crosses pieces — runs, report boundaries, times — and the
+    assembly of SampleFrames from the pieces' scans, in file order."""
+
+    def __init__(self, source: Source) -> None:
+        self.source = source
+        self.next_report = 1
+        self.open_report: int | None = None  # report whose end has not been seen yet
+        self.open_start = -1  # its first line
+        self.runs: dict[int, _Run] = {0: _Run(0)}
+        self.banner_i: list[int] = []  # line index of each banner, in order
+        self.banner_run: list[int] = []
+        self.current_run = 0
+        self.started = False  # a report start has been seen
+        self.layouts: dict[str, _Layout] = {}
+        self.pending = _Pending()
+        # parts of the open report, carried to the next piece
+        self.carry_struct: list[pl.DataFrame] = []
+        self.carry_rows: list[pl.DataFrame] = []
+        self.carry_cpu: list[pl.DataFrame] = []
+        self.dates: list[pl.DataFrame] = []  # distinct dates seen (date order)
+        self.order: tsx.DateOrder | None = None
+        self.bad: list[tuple[int, str]] = []
+        self.lead_lines = 0
+        self.first_start: int | None = None  # first line of the file's first report
+        self.dropped_tail = False
+        self.last_size: tuple[int, int] | None = None  # (run, body lines) of the last report
+        self.reports_out = 0
+        self.host_default = source.host or Path(source.path).stem
+
+    # ---- runs and report boundaries -------------------------------------------------------
+    def add(self, scan: _Scan, *, final: bool) -> None:
+        """Take a piece's scan (pieces in file order); complete reports go to pending."""
+        for note in scan.notes:
+            self.source.note(note)
+        self.bad.extend(scan.bad)
+        self.bad.extend((int(i) + 1, _NOT_UNDERSTOOD) for i in scan.orphans.to_list())
+        struct = scan.struct
+        for row in struct.filter(pl.col("kind") == _BANNER).iter_rows(named=True):
+            m = re.match(_BANNER_RE, row["line"])
+            if m is None:  # pragma: no cover - classified with the same pattern
+                continue
+            self.runs[self.current_run].closed = True
+            rid = max(self.runs) + 1
+            self.runs[rid] = _Run(rid, host=m.group("host").strip() or None,
+                                  banner_date=m.group("date").strip(),
+                                  banner_line=int(row["i"]) + 1)
+            self.banner_i.append(int(row["i"]))
+            self.banner_run.append(rid)
+            self.current_run = rid
+        struct = struct.with_columns(self._run_of(struct["i"]).alias("run"))
+        for rid, kind in struct.filter(pl.col("kind").is_in([_TS, _CPUH])).select(
+                "run", "kind").unique().iter_rows():
+            if kind == _TS:
+                self.runs[int(rid)].has_ts = True
+            else:
+                self.runs[int(rid)].has_cpu = True
+        # a report starts at its -t stamp, else its avg-cpu header, else its first table
+        ts_runs = [r for r, run in self.runs.items() if run.has_ts]
+        cpu_runs = [r for r, run in self.runs.items() if run.has_cpu]
+        k, run_c = pl.col("kind"), pl.col("run")
+        start = ((k == _TS) | ((k == _CPUH) & ~run_c.is_in(ts_runs))
+                 | ((k == _DEVH) & ~pl.col("line").str.contains(_PART_RE)
+                    & ~run_c.is_in(ts_runs + cpu_runs)))
+        starts = struct.filter(start)["i"]
+        ids = pl.Series("report", range(self.next_report, self.next_report + starts.len()),
+                        dtype=pl.Int64)
+        open_id = self.open_report
+
+        def report_of(idx: pl.Series) -> pl.Series:
+            """The report of each line: the open one before the piece's first start."""
+            pos = starts.search_sorted(idx, side="right").cast(pl.Int64)
+            if ids.len() == 0:
+                return pl.Series("report", [open_id] * idx.len(), dtype=pl.Int64)
+            rep = ids.gather((pos - 1).clip(0, None))
+            return pl.select(pl.when(pos == 0).then(pl.lit(open_id, pl.Int64))
+                             .otherwise(rep).alias("report")).to_series()
+
+        struct = struct.with_columns(report_of(struct["i"]))
+        rows = scan.rows.with_columns(report_of(scan.rows["i"]))
+        cpu = scan.cpu.with_columns(report_of(scan.cpu["i"]))
+        if starts.len():
+            if self.first_start is None:
+                self.first_start = int(starts[0])
+            self.next_report += starts.len()
+            self.open_report = int(ids[-1])
+            self.open_start = int(starts[-1])
+        # lines before the file's first report start: a fragment's leading partial report
+        lead = pl.col("report").is_null()
+        orphans = scan.orphans
+        lead_orphans = (orphans.len() if self.first_start is None
+                        else int((orphans < self.first_start).sum()))
+        n_lead = (struct.filter(lead & (pl.col("kind") != _BANNER)).height
+                  + rows.filter(lead).height + lead_orphans)
+        if n_lead:
+            self.lead_lines += n_lead
+        if not self.started and self.first_start is not None:
+            self.started = True
+            self._leading(self.first_start)
+        self.carry_struct.append(struct.filter(~lead))
+        self.carry_rows.append(rows.filter(~lead))
+        self.carry_cpu.append(cpu.filter(~lead))
+        all_struct = pl.concat(self.carry_struct, how="diagonal_relaxed")
+        all_rows = pl.concat(self.carry_rows, how="diagonal_relaxed")
+        all_cpu = pl.concat(self.carry_cpu, how="diagonal_relaxed")
+        self.carry_struct, self.carry_rows, self.carry_cpu = [], [], []
+        keep_open = not final
+        if final and self.open_report is not None and self._cut(all_struct, all_rows, scan):
+            # drop the cut report, and what could not be read of it
+            cut_from = self.open_start
+            self.bad = [(ln, r) for ln, r in self.bad if ln - 1 < cut_from]
+            rep = pl.col("report") != self.open_report
+            all_struct, all_rows, all_cpu = (all_struct.filter(rep), all_rows.filter(rep),
+                                             all_cpu.filter(rep))
+        if keep_open and self.open_report is not None:
+            is_open = pl.col("report") == self.open_report
+            self.carry_struct = [all_struct.filter(is_open)]
+            self.carry_rows = [all_rows.filter(is_open)]
+            self.carry_cpu = [all_cpu.filter(is_open)]
+            all_struct, all_rows, all_cpu = (all_struct.filter(~is_open),
+                                             all_rows.filter(~is_open),
+                                             all_cpu.filter(~is_open))
+        self._collect(all_struct, all_rows, all_cpu)
+
+    def _run_of(self, idx: pl.Series) -> pl.Series:
+        """Run id of lines ``idx`` (the run of the last banner at or above, else run 0)."""
+        if not self.banner_i:
+            return pl.Series([0] * idx.len(), dtype=pl.Int64)
+        banners = pl.Series(self.banner_i, dtype=pl.Int64)
+        runs = pl.Series([0, *self.banner_run], dtype=pl.Int64)
+        return runs.gather(banners.search_sorted(idx, side="right").cast(pl.Int64))
+
+    def _leading(self, first_start: int) -> None:
+        """Notes about the lines before the file's first complete report."""
+        if self.lead_lines:
+            self.source.note(f"the file starts in the middle of a report: {self.lead_lines} "
+                             f"line(s) before line {first_start + 1}, the first complete "
+                             "report, were not imported")
+        run = self._run_of(pl.Series([first_start], dtype=pl.Int64))[0]
+        if self.runs[int(run)].banner_line is None:
+            self.source.note("no 'Linux … (host) date' banner before the first report: the "
+                             "file looks like a fragment of a longer log, so no report is "
+                             "taken as iostat's since-boot summary")
+
+    def _cut(self, struct: pl.DataFrame, rows: pl.DataFrame, scan: _Scan) -> bool:
+        """Whether the file's last report was cut (see the module docstring); notes it."""
+        rep = self.open_report
+        if rep is None:
+            return False
+        body = struct.filter((pl.col("report") == rep) & (pl.col("kind") != _BANNER))
+        last_rows = rows.filter(pl.col("report") == rep)
+        if body.height == 0:
+            return False
+        size = body.height + last_rows.height
+        cut = False
+        if not scan.newline and scan.last_row >= 0 and \
+                scan.last_row >= int(body["i"].max()):  # type: ignore[arg-type]
+            cut = True  # the last line has no newline: written while iostat was printing it
+        elif scan.last_kind != _BLANK:
+            # no closing blank line: a cut if it has fewer lines than the report before
+            # (in this batch, or the last one of the previous batch)
+            prev_body = struct.filter((pl.col("report") == rep - 1)
+                                      & (pl.col("kind") != _BANNER))
+            prev = self.last_size
+            if prev_body.height:
+                prev = (int(prev_body["run"][0]), prev_body.height
+                        + rows.filter(pl.col("report") == rep - 1).height)
+            cut = prev is not None and prev[0] == int(body["run"][0]) and size < prev[1]
+        if cut:
+            self.source.note(f"the last report (from line {self.open_start + 1}) is "
+                             "incomplete — the file was probably copied while iostat was "
+                             "still writing it — and was not imported "
+                             f"({last_rows.height} device line(s) dropped)")
+            self.dropped_tail = True
+        return cut
+
+    # ---- complete reports ------------------------------------------------------------------
+    def _collect(self, struct: pl.DataFrame, rows: pl.DataFrame, cpu: pl.DataFrame) -> None:
+        if struct.height == 0 and rows.height == 0:
+            return
+        reports = self._reports(struct, cpu)
+        if reports.height == 0:
+            return
+        # size of the last complete report (to judge a cut last report against)
+        last = int(reports["report"][-1])
+        body = struct.filter((pl.col("report") == last) & (pl.col("kind") != _BANNER)).height
+        self.last_size = (int(reports["run"][-1]),
+                          body + rows.filter(pl.col("report") == last).height)
+        self.pending.reports.append(reports)
+        if rows.height:
+            if rows["part"].any():
+                measures = [c for c in rows.columns if c not in ("i", "report", "device",
+                                                                  "part")]
+                rows = (rows.group_by(["report", "device"], maintain_order=True)
+                        .agg(pl.col("i").min(), *[pl.col(c).drop_nulls().first()
+                                                  for c in measures]).sort("i"))
+            self.pending.rows.append(rows.drop("part", strict=False))
+
+    def _reports(self, struct: pl.DataFrame, cpu: pl.DataFrame) -> pl.DataFrame:
+        starts = (struct.sort("i").group_by("report", maintain_order=True)
+                  .agg(pl.col("run").first(), (pl.col("i").first() + 1).alias("start_line")))
+        ts = (struct.filter(pl.col("kind") == _TS).group_by("report", maintain_order=True)
+              .agg(pl.col("line").first().alias("ts_text"),
+                   (pl.col("i").first() + 1).alias("ts_line")))
+        cpu_r = cpu.group_by("report", maintain_order=True).agg(
+            [pl.col(c).first() for c in _CPU_TARGETS if c in cpu.columns])
+        rep = (starts.join(ts, on="report", how="left").join(cpu_r, on="report", how="left")
+               .sort("report"))
+        # ordinal of each report in its run (runs continue across pieces)
+        offsets = {rid: run.reports for rid, run in self.runs.items()}
+        rep = rep.with_columns((pl.int_range(pl.len()).over("run") + pl.col("run").replace_strict(
+            offsets, default=0, return_dtype=pl.Int64)).alias("ordinal"))
+        for rid, cnt in rep.group_by("run").len().iter_rows():
+            self.runs[int(rid)].reports += int(cnt)
+        if self.order is None or not self.order.certain:  # dates matter until decided
+            texts = rep["ts_text"].drop_nulls()
+            if texts.len():
+                self.dates.append(tsx.stamp_dates(texts))
+        return rep
+
+    # ---- resolution: times, intervals, since-boot ------------------------------------------
+    def flush(self, *, final: bool) -> SampleFrame | None:
+        """Rows whose times can be decided now as a SampleFrame (None if nothing yet)."""
+        self._report_bad(final=final)
+        if not self.pending.reports:
+            return None
+        if self.order is None or not self.order.certain:
+            dates = [*self.dates]
+            banner = self._banner_dates()
+            if banner is not None:
+                dates.append(banner)
+            found = pl.concat(dates, how="vertical_relaxed") if dates else None
+            if found is not None and found.height:
+                try:
+                    order = tsx.infer_date_order(found, self.source_date_order())
+                except ValueError as exc:
+                    raise InputFormatError(self.source.path, None, str(exc)) from exc
+                if not order.certain and not final:
+                    return None
+                self.order = order
+            elif final:
+                self.order = tsx.DateOrder(self.source_date_order() or "MDY", True)
+        reports = pl.concat(self.pending.reports, how="diagonal_relaxed").sort("report")
+        if not final and not self._intervals_known(reports):
+            return None
+        if self.order is not None and self.order.note:
+            self.source.note(self.order.note)
+        resolved = self._resolve(reports)
+        rows = (pl.concat(self.pending.rows, how="diagonal_relaxed")
+                if self.pending.rows else None)
+        self.pending = _Pending()
+        if rows is None or rows.height == 0:
+            return None
+        return self._assemble(rows, resolved)
+
+    def _report_bad(self, *, final: bool) -> None:
+        """Refuse (or count) the unreadable lines of complete reports, in file order.
+
+        Lines of the open report wait (it may turn out to be a cut last report, whose
+        damage is not an error); lines before the file's first report belong to a leading
+        fragment (noted, not an error).
+        """
+        if not self.bad:
+            return
+        limit = None if final or self.open_report is None else self.open_start
+        ready = sorted(b for b in self.bad if limit is None or b[0] - 1 < limit)
+        self.bad = [b for b in self.bad if not (limit is None or b[0] - 1 < limit)]
+        fs = self.first_start
+        ready = [b for b in ready if fs is not None and b[0] - 1 >= fs]
+        listed = 0
+        for ln, reason in ready:
+            if listed >= MAX_LISTED_SKIPS and self.source.lenient:
+                break
+            self.source.bad_line(ln, reason)
+            listed += 1
+        rest = len(ready) - listed
+        if rest > 0:
+            self.source.skip(None, "further unreadable lines", count=rest)
+
+    def _banner_dates(self) -> pl.DataFrame | None:
+        dates = [r.banner_date for r in self.runs.values() if r.banner_date]
+        if not dates:
+            return None
+        return tsx.stamp_dates(pl.Series(dates, dtype=pl.String), kind="date")
+
+    def source_date_order(self) -> str | None:
+        return self.source.date_order
+
+    def _intervals_known(self, reports: pl.DataFrame) -> bool:
+        if self.source.interval_s is not None:
+            return True
+        for rid in reports["run"].unique().to_list():
+            run = self.runs[rid]
+            if run.nominal_fixed or run.closed:
+                continue
+            if not run.has_ts:
+                return False
+            n = int(reports.filter(pl.col("run") == rid).height)
+            if n < _MIN_STEPS + 1:
+                return False
+        return True
+
+    def _resolve(self, reports: pl.DataFrame) -> pl.DataFrame:
+        """ts, interval_s, since_boot, host and CPU columns of every pending report."""
+        rep = reports
+        runs = [int(r) for r in rep["run"].unique(maintain_order=True).to_list()]
+        stamped = [r for r in runs if self.runs[r].has_ts]
+        plain = [r for r in runs if not self.runs[r].has_ts]
+        banner_runs = [r for r in runs if self.runs[r].banner_line is not None]
+        hosts = {r: self.runs[r].host or self.host_default for r in runs}
+        frames: list[pl.DataFrame] = []
+        if stamped:
+            frames.append(self._resolve_stamped(rep.filter(pl.col("run").is_in(stamped)),
+                                                stamped))
+        if plain:
+            frames.append(self._resolve_plain(rep.filter(pl.col("run").is_in(plain)), plain))
+        times = pl.concat(frames, how="vertical_relaxed")
+        cpu_cols = [c for c in _CPU_TARGETS if c in rep.columns]
+        out = rep.select(
+            "report", "run",
+            ((pl.col("ordinal") == 0) & pl.col("run").is_in(banner_runs)).alias("since_boot"),
+            pl.col("run").replace_strict(hosts, return_dtype=pl.String).alias("host"),
+            *cpu_cols)
+        return out.join(times, on="report", how="left")
+
+    def _resolve_stamped(self, rep: pl.DataFrame, runs: list[int]) -> pl.DataFrame:
+        """Reports with -t stamps: printed times; intervals from successive stamps."""
+        utc = self._stamps_utc(rep)
+        frame = rep.select("report", "run").with_columns(utc.alias("ts"))
+        hint = self.source.interval_s
+        open_runs = [r for r in runs if not self.runs[r].nominal_fixed]
+        if open_runs:
+            steps = (frame.filter(pl.col("run").is_in(open_runs))
+                     .with_columns(pl.col("ts").diff().over("run").dt.total_microseconds()
+                                   .alias("step"))
+                     .filter(pl.col("step") > 0))
+            counts = steps.group_by("run", "step").len()
+            best = (counts.sort(["run", "len", "step"], descending=[False, True, False])
+                    .group_by("run", maintain_order=True).first())
+            found = {int(r): float(st) / 1e6 for r, st, _ in best.iter_rows()}
+            for r in open_runs:
+                run = self.runs[r]
+                known = found.get(r)
+                if hint is not None and known is not None and abs(known - hint) > 1.0:
+                    self.source.note(f"--interval {hint:g} s differs from the {known:g} s "
+                                     "between the report times; the report times are used")
+                if known is None:
+                    known = hint  # one report: only the hint can tell
+                if known is not None:
+                    run.nominal_s = known
+                    run.nominal_fixed = True
+        for r in runs:
+            if self.runs[r].nominal_s is None:
+                self.runs[r].nominal_s = self._no_interval(
+                    self.runs[r], rep.filter(pl.col("run") == r))
+        nominal = {r: float(self.runs[r].nominal_s or UNKNOWN_INTERVAL_S) for r in runs}
+        last = {r: self.runs[r].last_utc for r in runs if self.runs[r].last_utc is not None}
+        prev_state = pl.DataFrame({"run": list(last), "prev0": list(last.values())},
+                                  schema={"run": pl.Int64, "prev0": pl.Datetime("us", "UTC")})
+        frame = frame.join(prev_state, on="run", how="left", maintain_order="left")
+        prev = pl.col("ts").shift(1).over("run")
+        first = pl.int_range(pl.len()).over("run") == 0
+        prev = pl.when(first).then(pl.col("prev0")).otherwise(prev)
+        step = (pl.col("ts") - prev).dt.total_microseconds().cast(pl.Float64) / 1e6
+        nom = pl.col("run").replace_strict(nominal, return_dtype=pl.Float64)
+        interval = (pl.when(step.is_null() | (step <= 0) | ((step - nom).abs() <= 1.0))
+                    .then(nom).otherwise(step))
+        out = frame.select("report", "ts", interval.alias("interval_s"), "run")
+        tail = out.filter(pl.col("ts").is_not_null()).group_by("run").agg(pl.col("ts").last())
+        for r, t in tail.iter_rows():
+            self.runs[int(r)].last_utc = t
+        return out.drop("run")
+
+    def _stamps_utc(self, rep: pl.DataFrame) -> pl.Series:
+        order = self.order or tsx.DateOrder("MDY", True)  # decided before any stamp is read
+        parsed = tsx.parse_local(rep["ts_text"], order.order)
+        local = parsed["local"]
+        if local.null_count() > rep["ts_text"].null_count():
+            bad = rep.with_columns(local.alias("_l")).filter(
+                pl.col("ts_text").is_not_null() & pl.col("_l").is_null())
+            for ln, text in bad.select("ts_line", "ts_text").iter_rows():
+                self.source.bad_line(int(ln), f"time stamp {text.strip()!r} is not a valid "
+                                              f"date and time read as {order.order}")
+        utc, note = tsx.to_utc(local, parsed["offset_min"], self.source.tz)
+        if note:
+            self.source.note(note)
+        if utc.null_count() == local.null_count():
+            return utc
+        gap = rep.with_columns(local.alias("_l"), utc.alias("_u")).filter(
+            pl.col("_l").is_not_null() & pl.col("_u").is_null())
+        for ln, text in gap.select("ts_line", "ts_text").iter_rows():
+            self.source.bad_line(int(ln), f"time stamp {text.strip()!r} does not exist in "
+                                          f"zone {self.source.tz} (daylight-saving gap): is "
+                                          "--tz the zone the log was written in?")
+        return utc
+
+    def _resolve_plain(self, rep: pl.DataFrame, runs: list[int]) -> pl.DataFrame:
+        """Reports without -t stamps: start (or banner midnight) + k * interval.
+
+        The since-boot report is printed when iostat starts (k = 0); report k ends k
+        intervals later. A run without a banner has no since-boot report: its first report
+        ends one interval after the start.
+        """
+        anchors: dict[int, datetime] = {}
+        steps: dict[int, int] = {}
+        shifts: dict[int, int] = {}
+        nominal: dict[int, float] = {}
+        for r in runs:
+            run = self.runs[r]
+            sub = rep.filter(pl.col("run") == r)
+            value = self.source.interval_s
+            if value is None:
+                value = self._no_interval(run, sub)
+            run.nominal_s = value
+            if run.anchor is None:
+                run.anchor = self._anchor(run, value)
+            anchors[r] = run.anchor
+            steps[r] = round(value * 1e6)
+            shifts[r] = 0 if run.banner_line is not None else 1
+            nominal[r] = value
+            last_ord = int(sub["ordinal"].max())  # type: ignore[arg-type]
+            run.last_utc = run.anchor + timedelta(microseconds=(last_ord + shifts[r]) * steps[r])
+        run_c = pl.col("run")
+        offset = ((pl.col("ordinal") + run_c.replace_strict(shifts, return_dtype=pl.Int64))
+                  * run_c.replace_strict(steps, return_dtype=pl.Int64))
+        anchor = run_c.replace_strict(anchors, return_dtype=pl.Datetime("us", "UTC"))
+        return rep.select("report", (anchor + pl.duration(microseconds=offset)).alias("ts"),
+                          run_c.replace_strict(nominal, return_dtype=pl.Float64)
+                          .alias("interval_s"))
+
+    def _no_interval(self, run: _Run, rep: pl.DataFrame) -> float:
+        measured = rep.filter(~((pl.col("ordinal") == 0)
+                                & pl.lit(run.banner_line is not None)))
+        if measured.height:
+            raise InputFormatError(
+                self.source.path, int(measured["start_line"][0]),
+                "the sampling interval of these iostat reports is not in the file (a single "
+                "measured report, or reports without -t time stamps): give it with "
+                "--interval SECONDS — the number after the options on the iostat command "
+                "line, e.g. 5 for 'iostat -x 5'")
+        if self.source.interval_s is None:
+            self.source.note("the file holds only iostat's since-boot summary (no interval "
+                             "on the command line): its rows are flagged since_boot with a "
+                             f"nominal interval_s of {UNKNOWN_INTERVAL_S:g} s")
+        return self.source.interval_s or UNKNOWN_INTERVAL_S
+
+    def _anchor(self, run: _Run, step_s: float) -> datetime:
+        """Start of a run without time stamps: --start, else midnight of its banner date,
+        but one interval after the previous run's last report when that is later (runs
+        placed end to end, so no two reports share a time)."""
+        prev_end = max((r.last_utc for r in self.runs.values()
+                        if r.last_utc is not None and r.run_id < run.run_id), default=None)
+        if self.source.start is not None and prev_end is None:
+            start = self.source.start
+            if start.tzinfo is None:
+                utc, _ = tsx.to_utc(pl.Series([start], dtype=pl.Datetime("us")), None,
+                                    self.source.tz)
+                start = utc[0]
+            return start.astimezone(UTC)
+        if run.banner_date is None:
+            raise InputFormatError(
+                self.source.path, None,
+                "the iostat reports carry no time stamps (iostat was run without -t) and the "
+                "file has no 'Linux … (host) date' banner: give the start time with --start "
+                "and the interval with --interval")
+        order = self.order.order if self.order is not None else "MDY"
+        parsed = tsx.parse_local(pl.Series([run.banner_date], dtype=pl.String), order,
+                                 kind="date")
+        utc, note = tsx.to_utc(parsed["local"], parsed["offset_min"], self.source.tz)
+        if utc[0] is None:
+            raise InputFormatError(self.source.path, run.banner_line,
+                                   f"banner date {run.banner_date!r} is not a date")
+        if note:
+            self.source.note(note)
+        anchor: datetime = utc[0]
+        if self.source.start is None:
+            self.source.note(
+                "the log has no time stamps (iostat was run without -t): report times are "
+                f"counted from midnight of the banner date ({run.banner_date}) in steps of the "
+                "interval; only their spacing is real (give --start for the real start time)")
+        if prev_end is not None and prev_end + timedelta(seconds=step_s) > anchor:
+            anchor = prev_end + timedelta(seconds=step_s)
+        return anchor
+
+    def _assemble(self, rows: pl.DataFrame, reports: pl.DataFrame) -> SampleFrame:
+        """Device rows + their report's time, interval, flags, host and CPU -> SampleFrame."""
+        reports = reports.sort("report")
+        pos = reports["report"].search_sorted(rows["report"])
+        per_report = [c for c in reports.columns if c not in ("report", "run")]
+        joined = rows.with_columns([reports[c].gather(pos) for c in per_report])
+        if joined["ts"].null_count():
+            # rows of a report whose time stamp was refused (--lenient) have no time
+            joined = joined.filter(pl.col("ts").is_not_null())
+        if "_wd_kBps" in joined.columns:
+            read = pl.col("r_kBps") if "r_kBps" in joined.columns else pl.lit(None)
+            joined = joined.with_columns((read + pl.col("_wd_kBps")).alias("kBps")
+                                         ).drop("_wd_kBps")
+        devices = joined["device"].unique().to_list()
+        parents = [guess_parent(d) for d in devices]
+        info = pl.DataFrame({
+            "device": devices, "parent": parents,
+            "device_kind": ["partition" if p is not None else kind_from_name(d)
+                            for d, p in zip(devices, parents, strict=True)],
+        }, schema={"device": pl.String, "parent": pl.String, "device_kind": pl.String})
+        joined = joined.join(info, on="device", how="left", maintain_order="left")
+        measures = [c for c in joined.columns if c not in (
+            "i", "report", "device", "parent", "device_kind", "ts", "interval_s",
+            "since_boot", "host")]
+        joined = self._clean_values(joined, measures)
+        self.reports_out += int(reports.height)
+        frame = joined.select(
+            pl.lit(NAME).alias("source"), "host", "device", "device_kind", "parent", "ts",
+            "interval_s", "since_boot", *measures)
+        return SampleFrame(frame)
+
+    def _clean_values(self, df: pl.DataFrame, measures: list[str]) -> pl.DataFrame:
+        """NaN/inf (old sysstat prints nan) and negative values (counter bugs) -> null."""
+        def bad(m: str) -> pl.Expr:
+            return pl.col(m).is_nan() | pl.col(m).is_infinite() | (pl.col(m) < 0)
+        if not measures or not df.select(pl.any_horizontal([bad(m) for m in measures])
+                                         .any()).item():
+            return df
+        checks = df.select([(pl.col(m).is_nan() | pl.col(m).is_infinite()).sum().alias(m)
+                            for m in measures] + [(pl.col(m) < 0).sum().alias(f"neg_{m}")
+                                                  for m in measures])
+        nan = {m: int(checks[m][0]) for m in measures if int(checks[m][0])}
+        neg = {m: int(checks[f"neg_{m}"][0]) for m in measures if int(checks[f"neg_{m}"][0])}
+        if nan:
+            self.source.note("values printed as nan/inf were read as not measured (null): "
+                             + ", ".join(f"{m} x{c}" for m, c in nan.items()))
+        if neg:
+            self.source.note("negative values (a kernel or sysstat counter glitch) were read "
+                             "as not measured (null): "
+                             + ", ".join(f"{m} x{c}" for m, c in neg.items()))
+        return df.with_columns([pl.when(bad(m)).then(None).otherwise(pl.col(m)).alias(m)
+                                for m in {*nan, *neg}])
+
+
+def _number(tok: pl.Expr) -> pl.Expr:
+    """A printed number: decimal comma accepted, a trailing % dropped."""
+    return (tok.str.strip_chars_end("%").str.replace(",", ".", literal=True)
+            .cast(pl.Float64, strict=False))
+
+
+def _human_value(tok: pl.Expr, spec: ColumnSpec) -> pl.Expr:
+    """A value as iostat printed it, in SampleFrame units (see :data:`_SUFFIX_FACTOR`).
+
+    A size with a --human suffix is absolute (k = 1 kB, M = 1024 kB), so the column's own
+    unit factor (MB, sectors) applies only to unsuffixed values.
+    """
+    last = tok.str.slice(-1, 1)
+    num = _number(tok.str.strip_chars_end("BkKMGTPEZY"))
+    if not spec.size:
+        value = _number(tok)
+        return value * spec.factor if spec.factor != 1.0 else value
+    suffix = pl.lit(None, pl.Float64)
+    for letter, mult in _SUFFIX_FACTOR.items():
+        suffix = pl.when(last == letter).then(pl.lit(mult)).otherwise(suffix)
+    return pl.when(suffix.is_not_null()).then(num * suffix).otherwise(
+        _number(tok) * spec.factor)
+
+
+# ---- public entry points -------------------------------------------------------------------
+
+
+def iter_parse(stream: BinaryIO, source: Source, *, chunk_bytes: int = CHUNK_BYTES,
+               link_bytes: int = LINK_BYTES,
+               workers: int | None = None) -> Iterator[SampleFrame]:
+    """Parse an iostat text stream piece by piece, yielding SampleFrames in file order.
+
+    Pieces of about ``chunk_bytes`` (cut after a blank line) are scanned by ``workers``
+    threads (0: in this thread; default: see :data:`_WORKERS`) while this one links reports
+    and times in batches of about ``link_bytes``. Memory is bounded by the pieces in flight
+    and the batch, plus the rows of reports whose times cannot be decided yet (a file whose
+    dates are all ambiguous between day/month and month/day is held until its end, and so
+    is a run without -t until its interval is known). Notes and skipped lines go to
+    ``source`` as with :func:`parse`.
+    """
+    parser = _Parser(source)
+    if workers is None:
+        workers = _WORKERS
+    batch: list[_Scan] = []
+    batch_bytes = 0
+
+    def take(scan: _Scan, size: int, final: bool) -> Iterator[SampleFrame]:
+        """Phase B on batches of about ``link_bytes`` of pieces, or at the end."""
+        nonlocal batch_bytes
+        batch.append(scan)
+        batch_bytes += size
+        if not final and batch_bytes < max(link_bytes, chunk_bytes):
+            return
+        parser.add(_merge(batch), final=final)
+        batch.clear()
+        batch_bytes = 0
+        frame = parser.flush(final=final)
+        if frame is not None and len(frame):
+            yield frame
+
+    if workers <= 0:  # everything in this thread
+        for buf, line0, last in _chunks(stream, chunk_bytes):
+            yield from take(_scan(buf, line0, last, parser.layouts), len(buf), last)
+    else:
+        queue: deque[tuple[Future[_Scan], int, bool]] = deque()
+        with ThreadPoolExecutor(max_workers=workers) as pool:
+            for buf, line0, last in _chunks(stream, chunk_bytes):
+                queue.append((pool.submit(_scan, buf, line0, last, parser.layouts), len(buf),
+                              last))
+                while len(queue) > workers or (queue[0][0].done() and len(queue) > 1):
+                    fut, size, final = queue.popleft()
+                    yield from take(fut.result(), size, final)
+            while queue:
+                fut, size, final = queue.popleft()
+                yield from take(fut.result(), size, final)
+    if parser.reports_out == 0 and not parser.dropped_tail:
+        source.note("no device statistics found in the file (iostat -c prints CPU only)")
+
+
+def parse(data: bytes, source: Source) -> SampleFrame:
+    """All rows of an iostat text report (see the module docstring)."""
+    frames = list(iter_parse(io.BytesIO(data), source))
+    if not frames:
+        return SampleFrame.empty()
+    if len(frames) == 1:
+        return frames[0]
+    return SampleFrame.concat(frames)

@@ -1,0 +1,766 @@
+"""z/OS RMF Postprocessor reports: DASD activity, cache subsystem activity, ESS rank statistics.
+
+Seed 000 (DESIGN.md §5.1) reads three RMF Postprocessor reports together: the DIRECT ACCESS
+DEVICE ACTIVITY report (per-volume response time and its IOSQ/PEND/DISC/CONN breakdown), the
+CACHE SUBSYSTEM ACTIVITY report (the "application attributes": read/write mix, sequential vs
+"normal" (random) requests, hit ratios, destage) and the ESS RANK STATISTICS report (throughput
+and response time per DS8000 RAID rank). This importer turns the text of those reports -- as
+the Postprocessor writes them to SYSOUT (132 columns, ASA carriage control in column 1, a page
+title whose letters are spaced out, e.g. ``D I R E C T   A C C E S S   D E V I C E   A C T I V I
+T Y``) -- into SampleFrame rows. Other reports in the same output (CPU, CHANNEL PATH, I/O
+QUEUING, ...) are skipped page by page and listed in a note.
+
+Layouts follow IBM, *z/OS RMF Report Analysis* (SC34-2665): the V2R1/V2R4 figures "Cache
+Subsystem Activity Report - Status and Overview" and "Cache Device Activity" give the cache
+pages line by line; the DASD column headings (STORAGE GROUP, DEV NUM, DEVICE TYPE, NUMBER OF
+CYL, VOLUME SERIAL, PAV, LCU, DEVICE ACTIVITY RATE, AVG RESP/IOSQ/CMR/DB/INT/PEND/DISC/CONN
+TIME, % DEV CONN/UTIL/RESV, ...) and the ESS rank columns (EXTENT POOL ID/TYPE, RRID, ADAPT ID,
+READ and WRITE OPS/SEC, BYTES/OP, BYTES/SEC, RTIME/OP, ARRAY ..., RAID TYPE) come from the report
+descriptions, not from a sample page, so the parser does not depend on column positions: DASD
+values are named by pairing the second and third heading lines word by word and taken from the
+right end of each line, ESS values by their order. Every page carries the header::
+
+    z/OS V2R4   SYSTEM ID SYS1   DATE 05/11/2019   INTERVAL 10.00.010
+                RPT VERSION V2R4 RMF   TIME 08.50.00
+
+TIME is the *start* of the RMF interval in z/OS local time, INTERVAL is ``mm.ss.ttt``. A row's
+``ts`` is start + INTERVAL (the interval end), converted to UTC with ``--tz`` (RMF reports state
+no zone; without ``--tz`` UTC is assumed and a note says so); ``interval_s`` is INTERVAL.
+
+Rows and mappings (one row per device per interval; the sections of one interval -- same
+SYSTEM ID and start time -- are merged, so a volume met in the DASD report and in the cache
+report is one row, with ``ts``/``interval_s`` taken from the DASD report's header):
+
+=======================  ==========  ==================================================
+device                   kind        columns (report field)
+=======================  ==========  ==================================================
+VOLSER (``DB2D01``)      volume      DASD: iops (DEVICE ACTIVITY RATE), await_ms (AVG RESP
+                                     TIME), iosq_ms/pend_ms/disc_ms/conn_ms (AVG IOSQ/PEND/
+                                     DISC/CONN TIME), util_pct (% DEV UTIL).
+                                     Cache device overview: cache_hit_pct (TOTAL H/R x 100).
+                                     Cache device activity (device-level reporting):
+                                     r_iops/w_iops (TOTAL read/write RATE), seq_read_ps/
+                                     seq_write_ps (SEQUENTIAL read/write RATE),
+                                     cache_hit_pct (TOTAL H/R x 100).
+``LCU:0040``             lcu         the DASD report's LCU summary line, same columns as
+                                     a volume.
+``SSID:4000``            lcu         the cache subsystem overview of one SSID: r_iops,
+                                     w_iops, seq_read_ps, seq_write_ps, cache_hit_pct.
+``RANK:0004@ABCD1``      rank        ESS rank statistics: r_iops/w_iops (OPS/SEC),
+                                     r_kBps/w_kBps (BYTES/SEC / 1024), r_areq_kB/w_areq_kB
+                                     (BYTES/OP / 1024), r_await_ms/w_await_ms (RTIME/OP).
+``POOL:0000@ABCD1``      other       the ESS POOL summary line of an extent pool, same
+                                     columns as a rank.
+=======================  ==========  ==================================================
+
+``ABCD1`` is the storage facility serial with its leading zeros dropped (the cache report
+prints it in 12 digits, the ESS report in 10). ``parent``: a rank's parent is its extent pool;
+a volume's parent is its rank when the report links them -- the cache device page's ``RRID``
+(IBM's 2105 figure; for a 2107 the page's ``XTNT POOL nnnn`` form is our reading), or the
+device overview's XTNT POOL column when the ESS report of the same file shows that pool
+holding exactly one rank -- else its extent pool (a pool of several ranks stripes volumes over
+all of them), else its LCU (DASD report). Analyses that aggregate by parent must look at the
+parent's kind.
+
+Deliberate choices, because the reports say less than a SampleFrame could hold:
+
+* RMF prints K/M/G after large byte figures; they are taken as binary multiples, as RMF
+  Report Analysis describes its size suffixes ("followed by a K (... kilobytes) ... M (...
+  megabytes)"), so ``203.8M`` bytes/s is ``203.8 x 1024`` kB/s. Hit ratios (H/R, 0..1)
+  become percentages (x 100). Conversions are done in decimal so that the printed digits
+  survive (0.998 -> 99.8, not 99.80000000000001).
+* The cache counts *requests seen by the control unit* and the DASD report counts *start
+  subchannels*, so a volume's ``r_iops + w_iops`` (cache) need not equal its ``iops`` (DASD).
+* Not mapped (no SampleFrame column): CMR/DB/INT delays, % DEV CONN/RESV, allocation counts,
+  cache miss and destage (ASYNC) rates, DFW/CFW/ICL/bypass counts, ESS array attributes, the
+  storage group name. ESS EXTENT POOL (capacity) and LINK statistics pages are skipped.
+  Summary lines of the DASD report other than ``LCU nnnn`` (storage-group totals of a report
+  sorted by storage group) are not recognised: no documented sample of them was available,
+  so they are refused with their line number rather than guessed.
+* A file cut off inside a report page (no final newline, or a DASD page not closed by its LCU
+  summary, an ESS page not closed by POOL, a cache page without its TOTAL row or device
+  overview) loses the whole last interval, not only the cut line, and a note says so: half an
+  interval would show a rank without its volumes. A cut at a line end between two complete
+  pages or lines is found by comparing the last interval with the earlier ones (every report
+  and device line they all have must be there); a file of one interval cut that cleanly keeps
+  the pages it has.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from decimal import Decimal, InvalidOperation
+from typing import Any
+
+from iogauge.importers.base import Source
+from iogauge.importers.io import decode
+from iogauge.model.sampleframe import SampleFrame
+
+NAME = "rmf"
+DESCRIPTION = ("z/OS RMF Postprocessor reports: Direct Access Device Activity, Cache Subsystem "
+               "Activity, ESS Rank Statistics")
+EXPECTS = ("RMF Postprocessor report text: a 'z/OS Vn Rn SYSTEM ID' page header and a DIRECT "
+           "ACCESS DEVICE ACTIVITY, CACHE SUBSYSTEM ACTIVITY or ESS RANK STATISTICS page title")
+
+# Titles as they read once the letter spacing is removed.
+_DASD = "DIRECT ACCESS DEVICE ACTIVITY"
+_CACHE = "CACHE SUBSYSTEM ACTIVITY"
+_CACHE_DEV = "CACHE DEVICE ACTIVITY"
+_ESS_RANK = "ESS RANK STATISTICS"
+_KNOWN = (_DASD, _CACHE, _CACHE_DEV, _ESS_RANK)
+_SNIFF_TITLES = tuple(t.replace(" ", "") for t in (*_KNOWN, "ESS EXTENT POOL STATISTICS"))
+
+_SYS_RE = re.compile(r"z/OS\s+(V\d+R\d+)\s+SYSTEM ID\s+(\S+)\s+DATE\s+(\d{2}/\d{2}/\d{4})\s+"
+                     r"INTERVAL\s+(\d{1,3})\.(\d{2})\.(\d{3})\b")
+_TIME_RE = re.compile(r"(?:RPT VERSION|CONVERTED TO)\s.*?\bRMF\s+TIME\s+"
+                      r"(\d{2})\.(\d{2})\.(\d{2})\b")
+_NA = "N/A"
+_HEX4 = re.compile(r"[0-9A-F]{4}")
+_DEVNUM = re.compile(r"[0-9A-F]{4,5}")
+_PAV = re.compile(r"\d+(?:\.\d+)?H?\*?")
+_SUBSYS_RE = re.compile(r"^SUBSYSTEM\s+\S+\s+CU-ID\s+(\S+)\s+SSID\s+([0-9A-F]{4})\b")
+_SERIAL_RE = re.compile(r"^TYPE-MODEL\s.*\bSERIAL\s+([0-9A-Z]+)\s*$")
+_VOLSER_RE = re.compile(r"^VOLSER\s+(\S+)\s+NUM\s+([0-9A-F]{4,5})"
+                        r"(?:\s+(RRID|XTNT POOL|EXTENT POOL)\s+([0-9A-F]{4}))?\s*$")
+_ESS_SERIAL_RE = re.compile(r"^SERIAL NUMBER\s+([0-9A-Z]+)\s")
+_HR_RE = re.compile(r"^TOTAL H/R\s+(\S+)")
+_SIZE_RE = re.compile(r"(\d+(?:\.\d+)?|\.\d+)([KMGT]?)")
+_BINARY = {"": 1, "K": 1024, "M": 1024**2, "G": 1024**3, "T": 1024**4}
+_REQ_ROWS = ("NORMAL", "SEQUENTIAL", "CFW DATA", "TOTAL")
+#: CACHE SUBSYSTEM DEVICE OVERVIEW value columns after VOLSER, DEV NUM [, XTNT POOL]
+#: (RMF Report Analysis, "Cache Subsystem Device Overview"); TOTAL H/R is the 12th.
+_OVERVIEW_NVALUES = 15
+_OVERVIEW_TOTAL_HR = 11
+#: ESS RANK STATISTICS: READ OPS/SEC BYTES/OP BYTES/SEC RTIME/OP, then the same for WRITE.
+_RANK_NVALUES = 8
+
+
+def sniff(head: str) -> bool:
+    """RMF report text: a z/OS page header and one of the I/O report titles (spaced or not)."""
+    if "z/OS" not in head or "RMF" not in head:
+        return False
+    collapsed = re.sub(r"\s+", "", head)
+    return any(t in collapsed for t in _SNIFF_TITLES)
+
+
+# ---------------------------------------------------------------------------------------------
+# small helpers
+# ---------------------------------------------------------------------------------------------
+def _dec(token: str) -> Decimal | None:
+    """A printed RMF number (``.000``, ``1.50``, ``1294.126``); None for N/A or not a number."""
+    if token in (_NA, "-", ""):
+        return None
+    try:
+        value = Decimal(token)
+    except InvalidOperation:
+        return None
+    return value if value.is_finite() else None
+
+
+def _num(token: str, line_no: int, what: str) -> float | None:
+    """A float from an RMF number; N/A -> None; anything else refuses the line."""
+    if token == _NA:
+        return None
+    value = _dec(token)
+    if value is None:
+        raise _BadLine(line_no, f"{what}: {token!r} is not a number")
+    return float(value)
+
+
+def _bytes(token: str, line_no: int, what: str) -> Decimal:
+    """An ESS byte figure with RMF's K/M/G/T suffix (binary multiples), in bytes."""
+    m = _SIZE_RE.fullmatch(token)
+    if m is None:
+        raise _BadLine(line_no, f"{what}: {token!r} is not a byte count (e.g. 56.0K, 203.8M)")
+    return Decimal(m.group(1)) * _BINARY[m.group(2)]
+
+
+def _kb(value: Decimal) -> float:
+    return float(value / 1024)
+
+
+def _pct_of_ratio(token: str, line_no: int, what: str) -> float | None:
+    """A hit ratio printed as 0.998 -> 99.8 (percent); N/A -> None."""
+    if token == _NA:
+        return None
+    value = _dec(token)
+    if value is None or value > 1:
+        raise _BadLine(line_no, f"{what}: {token!r} is not a hit ratio between 0 and 1")
+    return float(value * 100)
+
+
+def _serial(text: str) -> str:
+    return text.lstrip("0") or "0"
+
+
+def _spaced_title(text: str) -> str | None:
+    """``C A C H E   S U B S Y S T E M`` -> ``CACHE SUBSYSTEM``; None if not letter-spaced."""
+    s = text.strip()
+    words = s.split("   ")
+    if len(s) < 5 or not any(len(w) > 1 for w in words):
+        return None
+    if not all(re.fullmatch(r"\S(?: \S)*", w) for w in words):
+        return None
+    return " ".join(w.replace(" ", "") for w in words)
+
+
+class _BadLine(Exception):  # noqa: N818 - internal control flow, converted to source.bad_line
+    def __init__(self, line_no: int, reason: str) -> None:
+        super().__init__(reason)
+        self.line_no = line_no
+        self.reason = reason
+
+
+# ---------------------------------------------------------------------------------------------
+# parse state
+# ---------------------------------------------------------------------------------------------
+@dataclass
+class _Interval:
+    """Everything read for one (SYSTEM ID, interval start)."""
+
+    host: str
+    start: datetime  # naive, z/OS local time
+    interval_s: Decimal
+    from_dasd: bool
+    rows: dict[str, dict[str, Any]] = field(default_factory=dict)
+    seen: set[tuple[str, str]] = field(default_factory=set)
+    sections: set[str] = field(default_factory=set)
+
+
+@dataclass
+class _Page:
+    """The report page being read: its section and header, and where its tables stand."""
+
+    title: str
+    line_no: int
+    asa: bool
+    header_sys: tuple[str, str, Decimal] | None = None  # (system id, date, interval seconds)
+    key: tuple[str, datetime] | None = None
+    # DASD
+    dasd_cols: list[str] | None = None
+    dasd_line2: list[str] | None = None
+    dasd_last_lcu: bool = False
+    dasd_rows: int = 0
+    # cache
+    ssid: str | None = None
+    serial: str | None = None
+    volser: str | None = None
+    vol_link: tuple[str, str] | None = None  # ("RRID"|"POOL", id)
+    subsection: str = ""
+    table: str = ""
+    req: dict[str, list[str]] = field(default_factory=dict)
+    req_done: bool = False
+    overview_rows: int = 0
+    total_hr: str | None = None
+    after_rule: bool = False
+    overview_pool: bool = False
+    # ESS
+    ess_serial: str | None = None
+    ess_pool: str | None = None
+    ess_last_pool: bool = True
+    ess_rows: int = 0
+
+
+@dataclass
+class _State:
+    source: Source
+    intervals: dict[tuple[str, datetime], _Interval] = field(default_factory=dict)
+    last_key: tuple[str, datetime] | None = None
+    skipped_titles: list[str] = field(default_factory=list)
+    #: (serial, pool) -> ranks seen in the ESS report, over the whole file (configuration)
+    pool_ranks: dict[tuple[str, str], set[str]] = field(default_factory=dict)
+    #: (host, start, volser) -> ("RRID"|"POOL", id, serial)
+    vol_links: dict[tuple[str, datetime, str], tuple[str, str, str]] = field(default_factory=dict)
+    vol_lcu: dict[tuple[str, datetime, str], str] = field(default_factory=dict)
+    rank_pool: dict[str, str] = field(default_factory=dict)
+
+
+def _lines(text: str) -> Iterator[tuple[int, str]]:
+    # split on \n only: str.splitlines() would also break at form feeds and shift line numbers
+    for i, raw in enumerate(text.split("\n"), start=1):
+        yield i, raw.rstrip("\r")
+
+
+# ---------------------------------------------------------------------------------------------
+# parse
+# ---------------------------------------------------------------------------------------------
+def parse(data: bytes, source: Source) -> SampleFrame:
+    """Parse RMF Postprocessor report text (see the module docstring for the mapping)."""
+    text = decode(data)
+    lines = list(_lines(text))
+    if lines and lines[-1][1] == "":
+        lines.pop()  # the empty string after the final newline
+    cut_line = bool(data) and not data.endswith(b"\n")
+    if cut_line and lines:
+        partial = lines.pop()[1]
+        if partial.startswith("1") or _spaced_title(partial) is not None:
+            # the cut fell in the title line of a new page: nothing of that page was read
+            # and the pages before it are whole
+            cut_line = False
+            source.note(f"line {len(lines) + 1} (a page title) is cut off; not read")
+    st = _State(source=source)
+    page: _Page | None = None
+    for line_no, raw in lines:
+        title = _title_of(raw)
+        if title is not None:
+            page = _Page(title=title, line_no=line_no, asa=raw.startswith("1"))
+            if title not in _KNOWN and title not in st.skipped_titles:
+                st.skipped_titles.append(title)
+            continue
+        if page is None:
+            if raw.strip():
+                source.bad_line(line_no, "text before the first RMF report page title")
+            continue
+        if page.title not in _KNOWN:
+            continue
+        line = raw[1:] if page.asa and raw[:1] in (" ", "0", "-", "+") else raw
+        try:
+            _page_line(st, page, line_no, line)
+        except _BadLine as exc:
+            source.bad_line(exc.line_no, exc.reason)
+    if page is not None and page.title in _KNOWN and (cut_line or not _page_complete(page)):
+        _drop_cut_interval(st, page, cut_line)
+    _drop_short_last_intervals(st)
+    if st.skipped_titles:
+        source.note("RMF report pages not imported (no device I/O statistics): "
+                    + ", ".join(st.skipped_titles))
+    return _frame(st)
+
+
+def _title_of(raw: str) -> str | None:
+    """The page title of a page's first line, or None for any other line."""
+    if raw.startswith("1"):
+        text = raw[1:]
+        return _spaced_title(text) or " ".join(text.split()) or "(untitled page)"
+    return _spaced_title(raw)
+
+
+def _page_complete(page: _Page) -> bool:
+    """Whether the last page of the file holds its whole table: RMF closes a DASD page's device
+    list with the LCU summary, an ESS page's ranks with the POOL line and the cache request
+    table with TOTAL, and ends a cache subsystem page with its device overview. (A file cut
+    exactly after a complete page, or after any line of the device overview, cannot be told
+    from a whole one; with two intervals or more the last one is still checked for missing
+    reports.)"""
+    if page.key is None:
+        return False
+    if page.title == _DASD:
+        return page.dasd_rows > 0 and page.dasd_last_lcu
+    if page.title == _ESS_RANK:
+        return page.ess_rows > 0 and page.ess_last_pool
+    if page.title == _CACHE:
+        return not page.req and page.overview_rows > 0
+    if page.title == _CACHE_DEV:
+        return not page.req and page.req_done
+    return True
+
+
+def _drop_cut_interval(st: _State, page: _Page, cut_line: bool) -> None:
+    why = "the file ends inside a line" if cut_line else "the file ends inside a report page"
+    key = page.key
+    if key is None:
+        # The header was cut before its TIME line, so the page's interval is unknown. A report
+        # type the last interval does not have yet belongs to it (RMF prints the reports of an
+        # interval together); one it already has may as well open the next interval.
+        last = st.intervals.get(st.last_key) if st.last_key is not None else None
+        if last is None or page.title in last.sections:
+            st.source.note(f"{why} (page '{page.title}' from line {page.line_no}, before its "
+                           "header was complete); nothing of that page was read")
+            return
+        key = st.last_key
+    if key not in st.intervals:  # pragma: no cover - keys are only set with their interval
+        return
+    iv = st.intervals.pop(key)
+    st.source.note(f"{why} (RMF page '{page.title}' from line {page.line_no}): dropped the "
+                   f"whole interval starting {iv.start:%m/%d/%Y %H.%M.%S} on {iv.host} "
+                   f"({len(iv.rows)} devices) so that only complete intervals are kept")
+
+
+def _drop_short_last_intervals(st: _State) -> None:
+    """Drop a host's last interval when it lacks a report, or a device line of a report,
+    that every earlier interval had: the file was cut between two pages or two lines (a clean
+    cut leaves no half line to show it), and half an interval would show a rank without its
+    volumes or a pool without one of its ranks."""
+    by_host: dict[str, list[_Interval]] = {}
+    for iv in st.intervals.values():
+        by_host.setdefault(iv.host, []).append(iv)
+    for ivs in by_host.values():
+        if len(ivs) < 2:
+            continue
+        ivs.sort(key=lambda iv: iv.start)
+        last = ivs[-1]
+        missing_sections = set.intersection(*(iv.sections for iv in ivs[:-1])) - last.sections
+        missing_lines = set.intersection(*(iv.seen for iv in ivs[:-1])) - last.seen
+        if not missing_sections and not missing_lines:
+            continue
+        del st.intervals[(last.host, last.start)]
+        if missing_sections:
+            what = f"the {', '.join(sorted(missing_sections))} report(s)"
+        else:
+            device, section = sorted(missing_lines)[0]
+            what = f"{len(missing_lines)} device line(s) (e.g. {device} in the {section} report)"
+        st.source.note(f"the last interval (starting {last.start:%m/%d/%Y %H.%M.%S} on "
+                       f"{last.host}) lacks {what} that every earlier one has: the file was cut "
+                       "off; dropped that interval so that only complete intervals are kept")
+
+
+def _page_line(st: _State, page: _Page, line_no: int, line: str) -> None:
+    stripped = line.strip()
+    if page.header_sys is None or page.key is None:
+        m = _SYS_RE.search(line)
+        if m:
+            minutes, secs, ms = int(m.group(4)), int(m.group(5)), int(m.group(6))
+            iv = Decimal(minutes * 60 + secs) + Decimal(ms) / 1000
+            if iv <= 0:
+                raise _BadLine(line_no, f"INTERVAL {m.group(4)}.{m.group(5)}.{m.group(6)} is 0")
+            page.header_sys = (m.group(2), m.group(3), iv)
+            return
+        m = _TIME_RE.search(line)
+        if m and page.header_sys is not None:
+            sysid, date, iv = page.header_sys
+            try:
+                start = datetime.strptime(f"{date} {m.group(1)}.{m.group(2)}.{m.group(3)}",
+                                          "%m/%d/%Y %H.%M.%S")
+            except ValueError as exc:
+                raise _BadLine(line_no, f"bad report date/time {date} "
+                               f"{m.group(1)}.{m.group(2)}.{m.group(3)}: {exc}") from exc
+            page.key = (sysid, start)
+            cur = st.intervals.get(page.key)
+            if cur is None:
+                cur = st.intervals[page.key] = _Interval(sysid, start, iv, page.title == _DASD)
+            elif page.title == _DASD and not cur.from_dasd:
+                cur.interval_s, cur.from_dasd = iv, True
+            cur.sections.add(page.title)
+            st.last_key = page.key
+            return
+        if stripped.startswith("PAGE") or not stripped:
+            return
+        raise _BadLine(line_no, f"'{page.title}' page without its 'z/OS ... SYSTEM ID ... "
+                       "DATE ... INTERVAL' and 'RPT VERSION ... RMF TIME' header lines")
+    if page.title == _DASD:
+        _dasd_line(st, page, line_no, line)
+    elif page.title == _ESS_RANK:
+        _ess_line(st, page, line_no, stripped)
+    else:
+        _cache_line(st, page, line_no, stripped)
+
+
+def _row(st: _State, page: _Page, device: str, kind: str, section: str,
+         line_no: int) -> dict[str, Any]:
+    if page.key is None:  # pragma: no cover - _page_line reads the header first
+        raise _BadLine(line_no, "report line before the page header")
+    iv = st.intervals[page.key]
+    if (device, section) in iv.seen:
+        raise _BadLine(line_no, f"{device} appears twice in the {section} report of the interval "
+                       f"starting {iv.start:%m/%d/%Y %H.%M.%S}")
+    iv.seen.add((device, section))
+    row = iv.rows.get(device)
+    if row is None:
+        row = {"device": device, "device_kind": kind}
+        iv.rows[device] = row
+    elif row["device_kind"] != kind:
+        raise _BadLine(line_no, f"{device} is a {row['device_kind']} elsewhere in this interval")
+    return row
+
+
+# ---- DIRECT ACCESS DEVICE ACTIVITY ----------------------------------------------------------
+_DASD_MAP = {
+    "ACTIVITY RATE": "iops",
+    "RESP TIME": "await_ms",
+    "IOSQ TIME": "iosq_ms",
+    "PEND TIME": "pend_ms",
+    "DISC TIME": "disc_ms",
+    "CONN TIME": "conn_ms",
+    "DEV UTIL": "util_pct",
+}
+
+
+def _dasd_line(st: _State, page: _Page, line_no: int, line: str) -> None:
+    stripped = line.strip()
+    tokens = stripped.split()
+    if not tokens or stripped.startswith(("TOTAL SAMPLES", "PAGE")):
+        return
+    # The three column-heading lines; values are named by pairing line 2 with line 3
+    # (ACTIVITY+RATE, RESP+TIME, ..., DEV+UTIL), which holds across RMF releases that add or
+    # drop delay columns (CMR/DB/INT).
+    if tokens[0] == "DEVICE" or (tokens[0] == "%" and "AVG" in tokens):
+        return
+    if tokens[0] == "STORAGE" and "LCU" in tokens:
+        page.dasd_line2 = tokens[tokens.index("LCU") + 1:]
+        return
+    if tokens[0] == "GROUP" and "SERIAL" in tokens:
+        line3 = tokens[tokens.index("SERIAL") + 1:]
+        if page.dasd_line2 is None or len(line3) != len(page.dasd_line2):
+            raise _BadLine(line_no, "DASD column headings do not pair up (STORAGE ... LCU line "
+                           "and GROUP ... SERIAL line differ in length)")
+        page.dasd_cols = [f"{a} {b}" for a, b in zip(page.dasd_line2, line3, strict=True)]
+        return
+    cols = page.dasd_cols
+    if cols is None:
+        raise _BadLine(line_no, "DASD data line before the column headings")
+    n = len(cols)
+    if len(tokens) < n + 2:
+        raise _BadLine(line_no, f"DASD line has {len(tokens)} fields, expected at least {n + 2}")
+    values = tokens[-n:]
+    head = tokens[:-n]
+    if head[0] == "LCU":
+        if len(head) != 2 or not _HEX4.fullmatch(head[1]):
+            raise _BadLine(line_no, "LCU summary line: expected 'LCU nnnn', got "
+                           f"{' '.join(head)!r}")
+        device, kind, lcu, volser = f"LCU:{head[1]}", "lcu", head[1], None
+    else:
+        # [STORAGE GROUP] DEV NUM  DEVICE TYPE  [NUMBER OF CYL]  VOLUME SERIAL  PAV  LCU
+        if line[:1] != " ":
+            head = head[1:]  # the storage group (column 1) is not mapped
+        if len(head) < 4 or not _DEVNUM.fullmatch(head[0]) or not _HEX4.fullmatch(head[-1]):
+            raise _BadLine(line_no, "DASD device line: expected DEV NUM, DEVICE TYPE, VOLUME "
+                           f"SERIAL, PAV and LCU before {n} values, got {' '.join(head)!r}")
+        lcu = head[-1]
+        mid = head[2:-1]  # [NUMBER OF CYL] VOLUME SERIAL PAV
+        if len(mid) < 2 or not _PAV.fullmatch(mid[-1]):
+            raise _BadLine(line_no, f"DASD device {head[0]}: expected VOLUME SERIAL and PAV "
+                           f"before LCU {lcu}, got {' '.join(mid)!r}")
+        volser = mid[-2]
+        device, kind = volser, "volume"
+    parsed = {c: _num(v, line_no, c) for c, v in zip(cols, values, strict=True)}
+    row = _row(st, page, device, kind, "DASD", line_no)
+    for col, name in _DASD_MAP.items():
+        if col in parsed:
+            row[name] = parsed[col]
+    if volser is not None and page.key is not None:
+        st.vol_lcu[(*page.key, volser)] = lcu
+    page.dasd_rows += 1
+    page.dasd_last_lcu = kind == "lcu"
+
+
+# ---- CACHE SUBSYSTEM ACTIVITY / CACHE DEVICE ACTIVITY -----------------------------------------
+def _cache_line(st: _State, page: _Page, line_no: int, s: str) -> None:
+    if not s or s.startswith("PAGE"):
+        return
+    if len(s) >= 40 and set(s) == {"-"}:
+        page.after_rule = True
+        return
+    after_rule, page.after_rule = page.after_rule, False
+    if after_rule and not any(ch.isdigit() for ch in s) and "--" not in s:
+        # a sub-section title, printed between two full-width rules
+        _finish_requests(st, page, line_no)
+        page.subsection, page.table = s, ""
+        return
+    if page.ssid is None:
+        m = _SUBSYS_RE.match(s)
+        if m:
+            page.ssid = m.group(2)
+            return
+    m = _SERIAL_RE.match(s)
+    if m:
+        page.serial = _serial(m.group(1))
+        return
+    m = _VOLSER_RE.match(s)
+    if m and page.title == _CACHE_DEV:
+        page.volser = m.group(1)
+        if m.group(3):
+            page.vol_link = ("RRID" if m.group(3) == "RRID" else "POOL", m.group(4))
+        return
+    if page.ssid is None or page.serial is None:
+        raise _BadLine(line_no, "cache report line before the SUBSYSTEM ... SSID and "
+                       "TYPE-MODEL ... SERIAL lines")
+    if page.subsection in ("CACHE SUBSYSTEM OVERVIEW", "CACHE DEVICE ACTIVITY"):
+        _requests_line(st, page, line_no, s)
+    elif page.subsection == "CACHE SUBSYSTEM DEVICE OVERVIEW":
+        _overview_line(st, page, line_no, s)
+
+
+def _requests_line(st: _State, page: _Page, line_no: int, s: str) -> None:
+    m = _HR_RE.match(s)
+    if m:
+        page.total_hr = m.group(1)
+        return
+    if s.startswith("CACHE I/O") and "READ I/O REQUESTS" in s:
+        page.table = "requests"
+        return
+    if "CACHE MISSES" in s:
+        if page.req and "TOTAL" not in page.req:
+            raise _BadLine(line_no, "cache READ/WRITE I/O REQUESTS table ends without its TOTAL "
+                           "row")
+        page.table = "other"
+        return
+    if page.table != "requests" or s.startswith("REQUESTS"):
+        return
+    if s.startswith("CACHE I/O"):
+        return
+    label = next((r for r in _REQ_ROWS if s.startswith(r)), None)
+    if label is None:
+        raise _BadLine(line_no, "cache READ/WRITE I/O REQUESTS table: expected a NORMAL, "
+                       f"SEQUENTIAL, CFW DATA or TOTAL row, got {s.split(maxsplit=1)[0]!r}")
+    values = s[len(label):].split()
+    if len(values) != 13:
+        raise _BadLine(line_no, f"cache {label} row has {len(values)} values, expected 13 "
+                       "(read COUNT RATE HITS RATE H/R, write COUNT RATE FAST RATE HITS RATE "
+                       "H/R, % READ)")
+    for i in (1, 8):  # the read and write RATE
+        _num(values[i], line_no, f"{label} RATE")
+    page.req[label] = [*values, str(line_no)]
+    if label == "TOTAL":
+        _finish_requests(st, page, line_no)
+
+
+def _finish_requests(st: _State, page: _Page, line_no: int) -> None:
+    """Turn a complete READ/WRITE I/O REQUESTS table into the SSID or the volume row."""
+    if not page.req or "TOTAL" not in page.req or page.key is None:
+        return
+    tot, seq = page.req["TOTAL"], page.req.get("SEQUENTIAL")
+    row_line = int(tot[-1])
+    if page.title == _CACHE_DEV:
+        if page.volser is None:
+            raise _BadLine(row_line, "cache device page without its VOLSER ... NUM line")
+        row = _row(st, page, page.volser, "volume", "cache device activity", row_line)
+        if page.vol_link is not None and page.serial is not None:
+            st.vol_links[(*page.key, page.volser)] = (*page.vol_link, page.serial)
+    else:
+        row = _row(st, page, f"SSID:{page.ssid}", "lcu", "cache subsystem overview", row_line)
+    row["r_iops"] = _num(tot[1], row_line, "TOTAL read RATE")
+    row["w_iops"] = _num(tot[8], row_line, "TOTAL write RATE")
+    if seq is not None:
+        seq_line = int(seq[-1])
+        row["seq_read_ps"] = _num(seq[1], seq_line, "SEQUENTIAL read RATE")
+        row["seq_write_ps"] = _num(seq[8], seq_line, "SEQUENTIAL write RATE")
+    if page.total_hr is not None:
+        row["cache_hit_pct"] = _pct_of_ratio(page.total_hr, row_line, "TOTAL H/R")
+    page.req = {}
+    page.req_done = True
+    page.total_hr = None
+
+
+def _overview_line(st: _State, page: _Page, line_no: int, s: str) -> None:
+    tokens = s.split()
+    if tokens[0] == "VOLUME":
+        return
+    if tokens[0] == "SERIAL":
+        page.overview_pool = len(tokens) > 2 and tokens[2] == "POOL"
+        return
+    if tokens[0].startswith("*"):
+        return  # *ALL, *CACHE, *CACHE-OFF: the SSID totals, already read from the overview
+    lead = 3 if page.overview_pool else 2
+    if len(tokens) != lead + _OVERVIEW_NVALUES:
+        raise _BadLine(line_no, f"cache device overview line has {len(tokens)} fields, expected "
+                       f"{lead + _OVERVIEW_NVALUES} (VOLUME SERIAL, DEV NUM"
+                       f"{', XTNT POOL' if page.overview_pool else ''} and 15 values)")
+    volser, devnum = tokens[0], tokens[1]
+    if not _DEVNUM.fullmatch(devnum):
+        raise _BadLine(line_no, f"cache device overview: {devnum!r} is not a device number")
+    for tok in tokens[lead:]:
+        _num(tok, line_no, "cache device overview value")
+    row = _row(st, page, volser, "volume", "cache device overview", line_no)
+    page.overview_rows += 1
+    hit = _pct_of_ratio(tokens[lead + _OVERVIEW_TOTAL_HR], line_no, "TOTAL H/R")
+    row.setdefault("cache_hit_pct", hit)
+    if page.overview_pool and page.key is not None and page.serial is not None:
+        if not _HEX4.fullmatch(tokens[2]):
+            raise _BadLine(line_no, f"cache device overview: XTNT POOL {tokens[2]!r} is not a "
+                           "4-digit pool id")
+        st.vol_links.setdefault((*page.key, volser), ("POOL", tokens[2], page.serial))
+
+
+# ---- ESS RANK STATISTICS --------------------------------------------------------------------
+def _ess_line(st: _State, page: _Page, line_no: int, s: str) -> None:
+    if not s or s.startswith("PAGE"):
+        return
+    m = _ESS_SERIAL_RE.match(s)
+    if m:
+        page.ess_serial, page.ess_pool = _serial(m.group(1)), None
+        return
+    tokens = s.split()
+    if "OPERATIONS" in s or tokens[0].startswith("--") or tokens[0] == "ID":
+        return  # column headings
+    if page.ess_serial is None:
+        raise _BadLine(line_no, "ESS rank line before the SERIAL NUMBER line")
+    serial = page.ess_serial
+    if tokens[0] == "POOL":
+        if page.ess_pool is None:
+            raise _BadLine(line_no, "ESS POOL summary line before any rank of the pool")
+        values, device, kind, parent = tokens[1:1 + _RANK_NVALUES], \
+            f"POOL:{page.ess_pool}@{serial}", "other", None
+    else:
+        # first rank of a pool: POOL-ID TYPE [EXTENT SIZE] RRID ADAPT-ID ...; later ranks of
+        # the same pool leave the pool columns blank.
+        if len(tokens) > 2 and tokens[1] in ("CKD", "FB"):
+            page.ess_pool = tokens[0]
+            rest = tokens[3:] if re.fullmatch(r"\d+[KMG]b", tokens[2]) else tokens[2:]
+        else:
+            rest = tokens
+        if page.ess_pool is None or len(rest) < 2 + _RANK_NVALUES:
+            raise _BadLine(line_no, "ESS rank line: expected [EXTENT POOL ID TYPE] RRID ADAPT ID "
+                           f"and {_RANK_NVALUES} READ/WRITE values")
+        rrid, adapt = rest[0], rest[1]
+        if not _HEX4.fullmatch(rrid) or not _HEX4.fullmatch(adapt):
+            raise _BadLine(line_no, f"ESS rank line: RRID {rrid!r} / ADAPT ID {adapt!r} are not "
+                           "4-digit hex ids")
+        values = rest[2:2 + _RANK_NVALUES]
+        device, kind = f"RANK:{rrid}@{serial}", "rank"
+        parent = f"POOL:{page.ess_pool}@{serial}"
+        st.pool_ranks.setdefault((serial, page.ess_pool), set()).add(device)
+    if len(values) != _RANK_NVALUES:
+        raise _BadLine(line_no, f"ESS line has {len(values)} READ/WRITE values, expected "
+                       f"{_RANK_NVALUES}")
+    r_ops = _num(values[0], line_no, "READ OPS/SEC")
+    w_ops = _num(values[4], line_no, "WRITE OPS/SEC")
+    r_rt = _num(values[3], line_no, "READ RTIME/OP")
+    w_rt = _num(values[7], line_no, "WRITE RTIME/OP")
+    r_bop, r_bsec = (_bytes(values[1], line_no, "READ BYTES/OP"),
+                     _bytes(values[2], line_no, "READ BYTES/SEC"))
+    w_bop, w_bsec = (_bytes(values[5], line_no, "WRITE BYTES/OP"),
+                     _bytes(values[6], line_no, "WRITE BYTES/SEC"))
+    row = _row(st, page, device, kind, "ESS rank statistics", line_no)
+    row.update(r_iops=r_ops, w_iops=w_ops, r_await_ms=r_rt, w_await_ms=w_rt,
+               r_areq_kB=_kb(r_bop), w_areq_kB=_kb(w_bop), r_kBps=_kb(r_bsec),
+               w_kBps=_kb(w_bsec))
+    if parent is not None:
+        st.rank_pool[device] = parent
+    page.ess_rows += 1
+    page.ess_last_pool = kind == "other"
+
+
+# ---------------------------------------------------------------------------------------------
+# frame
+# ---------------------------------------------------------------------------------------------
+def _frame(st: _State) -> SampleFrame:
+    tz = st.source.tz
+    if tz is None and st.intervals:
+        st.source.note("RMF reports print z/OS local time without a zone; assumed UTC (use --tz "
+                       "to give the system's zone)")
+    records: list[dict[str, Any]] = []
+    for (host, start), iv in st.intervals.items():
+        end_local = start + timedelta(seconds=float(iv.interval_s))
+        ts = (end_local.replace(tzinfo=tz).astimezone(UTC) if tz is not None
+              else end_local.replace(tzinfo=UTC))
+        for device, row in iv.rows.items():
+            rec = dict(row)
+            rec.update(source=NAME, host=host, ts=ts, interval_s=float(iv.interval_s))
+            rec["parent"] = _parent(st, host, start, device, row["device_kind"])
+            records.append(rec)
+    if not records:
+        return SampleFrame.empty()
+    frame = SampleFrame.from_records(records)
+    frame.df = frame.df.sort(["ts", "host", "device_kind", "device"])
+    return frame
+
+
+def _parent(st: _State, host: str, start: datetime, device: str, kind: str) -> str | None:
+    if kind == "rank":
+        return st.rank_pool.get(device)
+    if kind != "volume":
+        return None
+    link = st.vol_links.get((host, start, device))
+    if link is not None:
+        what, ident, serial = link
+        if what == "RRID":
+            return f"RANK:{ident}@{serial}"
+        ranks = st.pool_ranks.get((serial, ident), set())
+        if len(ranks) == 1:
+            return next(iter(ranks))
+        return f"POOL:{ident}@{serial}"
+    lcu = st.vol_lcu.get((host, start, device))
+    return f"LCU:{lcu}" if lcu is not None else None

@@ -1,0 +1,139 @@
+"""Binary sysstat data files (``/var/log/sa/saDD``, ``/var/log/sysstat/saDD``, what ``sadc``
+writes), read by running this machine's ``sadf -j FILE -- -d -u``.
+
+The binary layout changes between sysstat versions (sa.h: "strict writing, read any" only
+within one FORMAT_MAGIC), so instead of decoding it here we let the installed ``sadf`` do
+what it does for ``sar -f``, and import its JSON with :mod:`iogauge.importers.sadf`. Every
+sa file starts with ``struct file_magic`` (sa.h): ``unsigned short sysstat_magic = 0xd596``
+then ``format_magic`` (0x2175 for sysstat 11.7.1+; 0x2171, 0x2173 older), in the byte order
+of the machine that wrote it (sadf reads both orders).
+
+When ``sadf`` is missing, or cannot read this file's format version, the error says so and
+quotes sadf's own message (which, for an old format, tells how to convert it with
+``sadf -c``). A file cut off while being written is read up to its last whole record (sadf
+reports "End of system activity file unexpected"; the note quotes it).
+
+Device names: sysstat 12 stores major:minor numbers and resolves names when it reads the
+file (sa_common.c get_device_name: this machine's /sys, then its ioconf table, else
+``devM-m``). For a file written on another host the names may therefore not be that host's;
+a note says so.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import socket
+import subprocess
+import tempfile
+from pathlib import Path
+
+from iogauge.errors import IogaugeError
+from iogauge.importers.base import Source
+from iogauge.importers.sadf import parse_json
+from iogauge.model.sampleframe import SampleFrame
+
+NAME = "sa"
+DESCRIPTION = "binary sysstat sa data files (saDD), read with this machine's sadf"
+EXPECTS = "the sysstat file magic 0xd596 in the first two bytes (either byte order)"
+
+#: struct file_magic.sysstat_magic (sa.h SYSSTAT_MAGIC), little- and big-endian.
+SYSSTAT_MAGIC_BYTES = (b"\x96\xd5", b"\xd5\x96")
+#: Options given to sadf after ``--``: disk statistics and CPU utilisation (sar -d -u).
+SADF_SAR_OPTIONS = ("-d", "-u")
+#: Where Debian/Ubuntu and RHEL put sadf when PATH lacks /usr/bin (cron-like environments).
+_SADF_FALLBACKS = ("/usr/bin/sadf", "/usr/local/bin/sadf")
+_SADF_TIMEOUT_S = 600
+
+
+def sniff_bytes(head: bytes) -> bool:
+    """The sysstat magic number at offset 0, in either byte order."""
+    return head[:2] in SYSSTAT_MAGIC_BYTES
+
+
+def sniff(head: str) -> bool:
+    """A binary sa file is never valid text: detection uses :func:`sniff_bytes`, which the
+    registry prefers for this module; decoded text is refused."""
+    del head
+    return False
+
+
+def find_sadf() -> str | None:
+    """The sadf program: ``$IOGAUGE_SADF``, else PATH, else the usual locations."""
+    wanted = os.environ.get("IOGAUGE_SADF")
+    if wanted:
+        return wanted if Path(wanted).is_file() else None
+    found = shutil.which("sadf")
+    if found:
+        return found
+    return next((p for p in _SADF_FALLBACKS if Path(p).is_file()), None)
+
+
+def parse(data: bytes, source: Source) -> SampleFrame:
+    """Run ``sadf -j`` on the (decompressed) file and import its JSON."""
+    sadf = find_sadf()
+    if sadf is None:
+        raise IogaugeError(
+            f"{source.path}: is a binary sysstat sa file, and reading it needs the sadf "
+            "program (package sysstat), which is not installed here (not on PATH, nor set "
+            "with IOGAUGE_SADF). Install sysstat, or on a host that has it run "
+            f"'sadf -j {Path(source.path).name} -- -d -u > {Path(source.path).name}.json' "
+            "and import the JSON")
+    # sadf needs a seekable file; the input may have been decompressed in memory.
+    with tempfile.TemporaryDirectory(prefix="iogauge-sa-") as tmp:
+        copy = Path(tmp) / "sa.data"
+        copy.write_bytes(data)
+        try:
+            proc = subprocess.run(
+                [sadf, "-j", str(copy), "--", *SADF_SAR_OPTIONS], capture_output=True,
+                check=False, timeout=_SADF_TIMEOUT_S,
+                env={**os.environ, "LC_ALL": "C", "TZ": "UTC"})
+        except OSError as exc:
+            raise IogaugeError(f"{source.path}: cannot run {sadf}: {exc}") from exc
+        except subprocess.TimeoutExpired as exc:
+            raise IogaugeError(f"{source.path}: {sadf} did not finish within "
+                               f"{_SADF_TIMEOUT_S} s") from exc
+    stderr = _quote(proc.stderr, str(copy), Path(source.path).name)
+    if proc.returncode != 0 or not proc.stdout.strip():
+        version = _sadf_version(sadf)
+        said = stderr or f"exit status {proc.returncode} and no output"
+        raise IogaugeError(f"{source.path}: {sadf} ({version}) cannot read this sa file: "
+                           f"{said}")
+    if "End of system activity file unexpected" in stderr:
+        source.note("the sa file is cut off (sadf: End of system activity file unexpected): "
+                    "its whole records were read, the partial last one was not")
+    elif stderr:
+        source.note(f"sadf reported: {stderr}")
+    _note_foreign_host(proc.stdout, source)
+    return parse_json(proc.stdout, source, sa_file=True)
+
+
+def _quote(raw: bytes, tmp_path: str, name: str) -> str:
+    """sadf's message on one line, naming the user's file instead of our temporary copy."""
+    text = raw.decode("utf-8", errors="replace").replace(tmp_path, name)
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    return " / ".join(dict.fromkeys(lines))  # sadf may repeat a line per activity
+
+
+def _sadf_version(sadf: str) -> str:
+    try:
+        out = subprocess.run([sadf, "-V"], capture_output=True, check=False, timeout=10,
+                             env={**os.environ, "LC_ALL": "C"})
+    except (OSError, subprocess.TimeoutExpired):
+        return "version unknown"
+    for line in (out.stdout + out.stderr).decode("utf-8", errors="replace").splitlines():
+        if "version" in line:
+            return line.strip()
+    return "version unknown"
+
+
+def _note_foreign_host(sadf_json: bytes, source: Source) -> None:
+    hosts = {m.decode("utf-8", errors="replace")
+             for m in re.findall(rb'"nodename":\s*"([^"]*)"', sadf_json)}
+    here = socket.gethostname()
+    if hosts and hosts != {here}:
+        source.note(f"the file was written on {', '.join(sorted(hosts))}, not here ({here}): "
+                    "sadf names devices from this machine's /sys and its ioconf table, so a "
+                    "name may not be what that host called the device (the statistics are "
+                    "unaffected)")

@@ -1,0 +1,564 @@
+"""sysstat ``sadf -d`` (semicolon CSV) and ``sadf -j`` (JSON) exports of sa files.
+
+``sadf -d FILE -- -d -p`` (sysstat 9 to 12; sadf.c, rndr_stats.c)::
+
+    # hostname;interval;timestamp;DEV;tps;rkB/s;wkB/s;dkB/s;areq-sz;aqu-sz;await;%util
+    vm;1;2026-11-22 10:49:25 UTC;vda;12.00;0.00;64.00;80.00;12.00;0.00;0.17;0.40
+    vm;-1;2026-11-22 10:49:43 UTC;LINUX-RESTART	(2 CPU)
+
+Every activity gets its own ``# hostname;interval;timestamp;...`` header, repeated after each
+restart. ``interval`` is the length of the interval in seconds as sadf computed it (from the
+records' uptimes) and ``timestamp`` its end: UTC (``... UTC``), seconds since the epoch
+(``-U``), or local time without a zone (``-T``/``-t``: ``--tz`` or assumed UTC). Columns are
+those of ``sar -d`` of the same generation (sar_text.DEV_COLUMNS); the CPU activity (``CPU``
+``-1`` = all) fills ``cpu_*_pct``. Restart and comment records (``LINUX-RESTART``, ``COM``)
+are skipped. The locale may print decimal commas.
+
+``sadf -j FILE -- -d -u`` (sysstat 10 to 12; json_stats.c)::
+
+    {"sysstat": {"hosts": [{"nodename": "vm", ..., "statistics": [
+        {"timestamp": {"date": "2026-11-22", "time": "10:49:25", "utc": 1, "interval": 1},
+         "cpu-load": [{"cpu": "all", "user": 0.50, ...}],
+         "disk": [{"disk-device": "vda", "tps": 12.00, "rd_sec": 0.00, "rkB": 0.00, ...}]}],
+      "restarts": [...]}]}}
+
+The object-valued ``timestamp`` is what tells it from ``iostat -o JSON`` (a string there).
+Disk keys: ``tps``; ``rkB``/``wkB``/``dkB`` (11.5+) else ``rd_sec``/``wr_sec``/``dc_sec`` ÷ 2;
+``areq-sz`` (kB) else ``avgrq-sz`` (sectors) ÷ 2; ``aqu-sz`` else ``avgqu-sz``; ``await``;
+``svctm`` (< 12.1.2); ``util-percent``. ``cpu-load`` (user, nice, system, iowait, steal,
+idle) or ``cpu-load-all`` (usr, nice, sys + irq + soft, iowait, steal, idle).
+
+sadf writes one JSON object per line; that layout is read line by line with vectorised
+decoding (and a cut-off file keeps its whole intervals). Any other layout of the same
+document (re-indented by jq, ...) is read with a JSON parser.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from typing import Any
+
+import polars as pl
+
+from iogauge.errors import InputFormatError
+from iogauge.importers.base import Source
+from iogauge.importers.sar_text import (
+    CPU_COLUMNS,
+    CPU_SYSTEM_PARTS,
+    DEV_COLUMNS,
+    decimal_comma,
+    device_identity,
+    file_stem,
+    local_to_utc_us,
+    read_lines,
+    report,
+    to_float,
+    zone_note,
+)
+from iogauge.model.sampleframe import SampleFrame
+
+NAME = "sadf"
+DESCRIPTION = "sysstat sadf -d (CSV) and sadf -j (JSON) exports of sa files"
+EXPECTS = ("a '# hostname;interval;timestamp;...' header line (sadf -d), or a JSON document "
+           "{\"sysstat\": {\"hosts\": [...]}} with 'file-date' and object timestamps (sadf -j)")
+
+_CSV_HEADER_RE = re.compile(r"^#\s*hostname;interval;timestamp;")
+#: A restart or comment record of sadf -d: 'host;-1;<timestamp>;LINUX-RESTART ...'.
+_CSV_SPECIAL_RE = re.compile(r"^[^;]*;-1;[^;]+;(?:LINUX-RESTART|COM )")
+_JSON_SADF_RE = re.compile(r'"file-date"\s*:|"timestamp"\s*:\s*\{')
+
+#: sadf -j disk key -> (SampleFrame column, factor); the first key present wins.
+_JSON_DISK: dict[str, tuple[tuple[str, float], ...]] = {
+    "iops": (("tps", 1.0),),
+    "r_kBps": (("rkB", 1.0), ("rd_sec", 0.5)),
+    "w_kBps": (("wkB", 1.0), ("wr_sec", 0.5)),
+    "d_kBps": (("dkB", 1.0), ("dc_sec", 0.5)),
+    "areq_kB": (("areq-sz", 1.0), ("avgrq-sz", 0.5)),
+    "aqu_sz": (("aqu-sz", 1.0), ("avgqu-sz", 1.0)),
+    "await_ms": (("await", 1.0),),
+    "svctm_ms": (("svctm", 1.0),),
+    "util_pct": (("util-percent", 1.0),),
+}
+_JSON_DISK_KEYS = sorted({k for alts in _JSON_DISK.values() for k, _ in alts})
+_DISK_DTYPE = pl.Struct({"disk-device": pl.String(),
+                         **{k: pl.Float64() for k in _JSON_DISK_KEYS}})
+#: cpu-load / cpu-load-all key -> SampleFrame column (sys, irq and soft are summed).
+_JSON_CPU = {"user": "cpu_user_pct", "usr": "cpu_user_pct", "nice": "cpu_nice_pct",
+             "system": "cpu_system_pct", "iowait": "cpu_iowait_pct",
+             "steal": "cpu_steal_pct", "idle": "cpu_idle_pct"}
+_JSON_CPU_PARTS = ("sys", "irq", "soft")
+_CPU_DTYPE = pl.Struct({"cpu": pl.String(),
+                        **{k: pl.Float64() for k in [*_JSON_CPU, *_JSON_CPU_PARTS]}})
+_TS_DTYPE = pl.Struct({"date": pl.String(), "time": pl.String(), "utc": pl.Int64(),
+                       "interval": pl.Int64()})
+
+
+def _first_char(head: str) -> str:
+    stripped = head.lstrip("\ufeff \t\r\n")
+    return stripped[:1]
+
+
+def sniff(head: str) -> bool:
+    """``# hostname;interval;timestamp;`` (sadf -d), or a ``{"sysstat": ...`` document with
+    sadf's object timestamps or ``file-date`` (sadf -j; iostat -o JSON has neither)."""
+    if _first_char(head) == "{":
+        return '"sysstat"' in head[:4096] and _JSON_SADF_RE.search(head) is not None
+    for raw in head.splitlines():
+        text = raw.strip()
+        if not text or _CSV_SPECIAL_RE.match(text):
+            continue  # a file may open with a restart mark (sa files begin at boot)
+        return _CSV_HEADER_RE.match(text) is not None
+    return False
+
+
+def parse(data: bytes, source: Source) -> SampleFrame:
+    """Parse a sadf -d or sadf -j export (see the module docstring)."""
+    head = data[:4096].decode("utf-8", errors="replace")
+    if _first_char(head) == "{":
+        return parse_json(data, source)
+    return _parse_csv(data, source)
+
+
+# ---- shared --------------------------------------------------------------------------------
+
+
+def _fallback_host(source: Source) -> str:
+    """Host for rows whose file names none: --host, else the file name's stem."""
+    return source.host or file_stem(source.path)
+
+
+def _utc_us(frame: pl.DataFrame, source: Source) -> pl.Series:
+    """UTC epoch microseconds from ``local_s`` (naive epoch seconds) and ``is_utc``.
+
+    Local stamps (sadf -T / -t) use --tz, else UTC with a note. The document's own
+    ``timezone`` is not used: it is the zone of the machine that wrote the sa file, which
+    is what -t prints but not -T (the zone of whoever ran sadf), and the two are not told
+    apart. A stamp earlier than one already seen in its section is on the second pass of a
+    DST fall-back hour."""
+    local = frame["local_s"]
+    if bool(frame["is_utc"].all()):
+        return local * 1_000_000
+    zone = source.tz
+    if zone is None:
+        zone_note(source, "sadf timestamps without 'UTC'")
+        return local * 1_000_000
+    fold = frame.select(
+        (pl.col("local_s") < pl.col("local_s").cum_max().over("blk")).alias("f"))["f"]
+    converted = local_to_utc_us(local, fold, zone)
+    return pl.select(pl.when(frame["is_utc"]).then(local * 1_000_000)
+                     .otherwise(converted).alias("us")).to_series()
+
+
+def _finish(dev: pl.DataFrame, cpu: pl.DataFrame, source: Source, *,
+            name: str = NAME) -> SampleFrame:
+    """Join CPU context and device identity; ``name`` is the ``source`` column (``sa`` when
+    the JSON came from a binary file)."""
+    if cpu.height:
+        dev = dev.join(cpu, on=["host", "utc_us"], how="left")
+    ident = device_identity(dev["device"].unique().to_list())
+    out = dev.join(ident, on="device", how="left").with_columns(
+        source=pl.lit(name),
+        ts=pl.from_epoch(pl.col("utc_us"), time_unit="us").dt.replace_time_zone("UTC"),
+    ).sort("order").drop("utc_us", "order")
+    return SampleFrame(out)
+
+
+# ---- sadf -d -------------------------------------------------------------------------------
+
+
+def _parse_csv(data: bytes, source: Source) -> SampleFrame:
+    lines = read_lines(data)
+    if lines.height == 0:
+        raise InputFormatError(source.path, None, "empty file")
+    problems: list[tuple[int | None, str]] = []
+    line = pl.col("line")
+    df = lines.with_columns(
+        kind=pl.when(line.is_null()).then(pl.lit("blank"))
+        .when(line.str.starts_with("#")).then(pl.lit("header"))
+        .otherwise(pl.lit("data")),
+        fields=pl.when(line.str.starts_with("#"))
+        .then(line.str.strip_chars_start("# ").str.split(";"))
+        .otherwise(line.str.split(";")),
+    ).with_columns(n=pl.col("fields").list.len())
+    df = df.with_columns(grp=(pl.col("kind") == "header").cum_sum()).with_columns(
+        blk=pl.when(pl.col("grp") > 0).then(pl.col("line_no").first().over("grp")))
+
+    cut_line: int | None = None
+    if not data.endswith((b"\n", b"\r")):
+        cut_line = int(df.filter(line.is_not_null())["line_no"][-1])
+        source.note(f"file ends in the middle of line {cut_line} (cut off); that line was "
+                    "ignored")
+
+    item = pl.col("fields").list.get(3, null_on_oob=True)
+    special = item.str.starts_with("LINUX-RESTART") | item.str.starts_with("COM ")
+    rows = df.filter((pl.col("kind") == "data") & (pl.col("line_no") != (cut_line or 0)))
+    restarts = int(rows.select(item.str.starts_with("LINUX-RESTART").sum()).item() or 0)
+    if restarts:
+        source.note(f"{restarts} LINUX-RESTART record(s) skipped; sadf gives every interval "
+                    "its own length, so intervals after a restart are exact")
+    rows = rows.filter(~special.fill_null(False))
+    orphans = rows.filter(pl.col("blk").is_null())
+    problems += [(n, "data line before any '# hostname;interval;timestamp;...' header")
+                 for n in orphans["line_no"]]
+    rows = rows.filter(pl.col("blk").is_not_null())
+
+    headers = df.filter(pl.col("kind") == "header").select("line_no", "fields").rows()
+    layouts: dict[tuple[str, ...], list[int]] = {}
+    for line_no, fields in headers:
+        if "[...]" in ";".join(fields):
+            problems.append((line_no, ("sadf -dh (all activities on one line) is not "
+                                      "supported: export with sadf -d without -h")))
+            continue
+        if len(fields) < 4 or fields[:3] != ["hostname", "interval", "timestamp"]:
+            problems.append((line_no, ("header does not start with "
+                                      "'# hostname;interval;timestamp;'")))
+            continue
+        layouts.setdefault(tuple(fields), []).append(line_no)
+
+    dev_frames: list[pl.DataFrame] = []
+    cpu_frames: list[pl.DataFrame] = []
+    for layout, blks in layouts.items():
+        if layout[3] not in ("DEV", "CPU"):
+            continue
+        part = rows.filter(pl.col("blk").is_in(blks))
+        bad_n = part.filter(pl.col("n") != len(layout))
+        problems += [(n, f"{k} fields where the header at line {b} has {len(layout)}")
+                     for n, k, b in bad_n.select("line_no", "n", "blk").iter_rows()]
+        part = part.filter(pl.col("n") == len(layout))
+        if layout[3] == "DEV":
+            dev_frames.append(_csv_values(part, layout, problems, source, dev=True))
+        elif "%idle" in layout:
+            cpu_frames.append(_csv_values(part, layout, problems, source, dev=False))
+    if not dev_frames:
+        report(source, problems)
+        raise InputFormatError(source.path, None, "no disk activity ('# ...;DEV;tps;...' "
+                               "header): export with sadf -d FILE -- -d")
+    dev = pl.concat(dev_frames, how="diagonal")
+    cpu = pl.concat(cpu_frames, how="diagonal") if cpu_frames else pl.DataFrame()
+    bad_iv = dev.filter(pl.col("interval_s") <= 0)
+    problems += [(n, f"interval {iv:g} s is not positive")
+                 for n, iv in bad_iv.select("order", "interval_s").iter_rows()]
+    report(source, problems)
+    dev = dev.filter(pl.col("interval_s") > 0)
+    if dev.height == 0:
+        raise InputFormatError(source.path, None, "the disk activity holds no rows")
+
+    both = pl.concat([dev.select("blk", "order", "local_s", "is_utc"),
+                      cpu.select("blk", "order", "local_s", "is_utc") if cpu.height
+                      else pl.DataFrame(schema={"blk": pl.Int64(), "order": pl.Int64(),
+                                                "local_s": pl.Int64(),
+                                                "is_utc": pl.Boolean()})]).sort("order")
+    both = both.with_columns(_utc_us(both, source).alias("utc_us")).select("order", "utc_us")
+    dev = dev.join(both, on="order", how="left")
+    if cpu.height:
+        cpu = cpu.join(both, on="order", how="left").drop("blk", "order", "local_s",
+                                                           "is_utc", "interval_s")
+        cpu = cpu.unique(subset=["host", "utc_us"], keep="first", maintain_order=True)
+    if cut_line is not None:
+        dev = _drop_partial_csv(dev, df, cut_line, source)
+    return _finish(dev.drop("blk", "local_s", "is_utc"), cpu, source)
+
+
+def _csv_values(part: pl.DataFrame, layout: tuple[str, ...],
+                problems: list[tuple[int | None, str]], source: Source, *,
+                dev: bool) -> pl.DataFrame:
+    f = pl.col("fields")
+    comma = decimal_comma(part["line"])
+    stamp = f.list.get(2).str.strip_chars()
+    epoch = stamp.str.contains(r"^\d+$")
+    m = stamp.str.extract_groups(
+        r"^(?P<dt>\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2})(?:\s+(?P<zone>UTC|GMT))?$")
+    naive = m.struct.field("dt").str.to_datetime("%Y-%m-%d %H:%M:%S", strict=False,
+                                                 time_unit="us")
+    local_s = (pl.when(epoch).then(stamp.cast(pl.Int64(), strict=False))
+               .otherwise(naive.dt.epoch("s")))
+    part = part.with_columns(
+        host=f.list.get(0),
+        interval_s=to_float(f.list.get(1)),
+        local_s=local_s,
+        is_utc=epoch | m.struct.field("zone").is_not_null(),
+        item=f.list.get(3),
+    )
+    # The file's host name wins; --host, then the file name, stand in for an empty one.
+    part = part.with_columns(host=pl.when(pl.col("host").str.len_chars() > 0)
+                             .then(pl.col("host")).otherwise(pl.lit(_fallback_host(source))))
+    bad_ts = part.filter(pl.col("local_s").is_null())
+    problems += [(n, (f"timestamp {ff[2]!r} is not 'YYYY-MM-DD HH:MM:SS [UTC]' or epoch "
+                  "seconds")) for n, ff in bad_ts.select("line_no", "fields").iter_rows()]
+    bad_iv = part.filter(pl.col("interval_s").is_null())
+    problems += [(n, f"interval {ff[1]!r} is not a number")
+                 for n, ff in bad_iv.select("line_no", "fields").iter_rows()]
+    part = part.filter(pl.col("local_s").is_not_null() & pl.col("interval_s").is_not_null())
+    if dev:
+        wanted = {name: i for i, name in enumerate(layout) if name in DEV_COLUMNS}
+        unknown = [n for n in layout[4:] if n not in DEV_COLUMNS]
+        if unknown:
+            source.note(f"device column(s) {', '.join(unknown)} not imported (no SampleFrame "
+                        "column)")
+    else:
+        part = part.filter(pl.col("item") == "-1")  # CPU -1 is 'all' (rndr_stats.c)
+        wanted = {name: i for i, name in enumerate(layout)
+                  if name in CPU_COLUMNS or name in CPU_SYSTEM_PARTS}
+    part = part.with_columns([to_float(f.list.get(i), comma=comma).alias(f"v:{n}")
+                              for n, i in wanted.items()])
+    bad = pl.any_horizontal([pl.col(f"v:{n}").is_null() for n in wanted])
+    for line_no, fields, *vals in part.filter(bad).select(
+            "line_no", "fields", *[f"v:{n}" for n in wanted]).iter_rows():
+        name = next(n for n, v in zip(wanted, vals, strict=True) if v is None)
+        problems.append((line_no, (f"column {name!r} is not a number: "
+                                  f"{fields[wanted[name]]!r}")))
+    part = part.filter(~bad)
+    keep = [pl.col("line_no").alias("order"), "blk", "host", "interval_s", "local_s",
+            "is_utc"]
+    if dev:
+        keep.append(pl.col("item").alias("device"))
+        keep += [(pl.col(f"v:{n}") * DEV_COLUMNS[n][1]).alias(DEV_COLUMNS[n][0])
+                 for n in wanted]
+    else:
+        keep += [pl.col(f"v:{n}").alias(CPU_COLUMNS[n]) for n in wanted if n in CPU_COLUMNS]
+        if "%sys" in wanted:
+            keep.append(pl.sum_horizontal([pl.col(f"v:{p}") for p in CPU_SYSTEM_PARTS
+                                           if p in wanted]).round(2).alias("cpu_system_pct"))
+    return part.select(keep)
+
+
+def _drop_partial_csv(dev: pl.DataFrame, df: pl.DataFrame, cut_line: int,
+                      source: Source) -> pl.DataFrame:
+    """The line cut mid-way may have belonged to the last device interval: keep whole
+    intervals only."""
+    cut = df.filter(pl.col("line_no") == cut_line)
+    blk = cut["blk"][0]
+    last = dev.sort("order").tail(1)
+    if last.height == 0 or blk is None or last["blk"][0] != blk:
+        return dev
+    fields = cut["fields"][0]
+    cut_stamp = fields[2] if fields is not None and len(fields) > 3 else None
+    last_stamp = df.filter(pl.col("line_no") == last["order"][0])["fields"][0][2]
+    us = last["utc_us"][0]
+    dropped = dev.filter((pl.col("blk") == blk) & (pl.col("utc_us") == us))
+    if cut_stamp is not None and cut_stamp != last_stamp:
+        return dev
+    if cut_stamp is None:
+        # The cut line's own time is lost: the last interval is whole only if it lists as
+        # many devices as the one before it.
+        before = dev.filter((pl.col("blk") == blk) & (pl.col("utc_us") < us))
+        if before.height and before.group_by("utc_us").len()["len"].max() == dropped.height:
+            return dev
+    source.note(f"file cut off inside its last interval: the {dropped.height} device row(s) "
+                "of that partial interval were dropped (whole intervals only)")
+    return dev.filter(~((pl.col("blk") == blk) & (pl.col("utc_us") == us)))
+
+
+# ---- sadf -j -------------------------------------------------------------------------------
+
+_J_NODENAME = r'^\s*"nodename":\s*"(?P<v>[^"]*)",?$'
+_J_TIMESTAMP = r'^\s*"timestamp":\s*(?P<v>\{[^{}]*\}),?$'
+_J_LIST = r'^\s*"(?P<v>[\w-]+)":\s*\[$'
+
+
+def parse_json(data: bytes, source: Source, *, sa_file: bool = False) -> SampleFrame:
+    """sadf -j: the line layout sadf writes, else any layout via a JSON parser.
+
+    ``sa_file`` says the JSON was produced here from a binary sa file (notes word it so)."""
+    lines = read_lines(data)
+    if lines.height == 0:
+        raise InputFormatError(source.path, None, "empty file")
+    line = pl.col("line")
+    # Items (one object per line) are most of the document: found with cheap prefix and
+    # suffix tests; the regexes run only on the few structural lines.
+    text = line.str.strip_chars().str.strip_chars_end(",")
+    lines = lines.with_columns(
+        item=pl.when(text.str.starts_with('{"') & text.str.ends_with("}")).then(text))
+    other = lines.filter(pl.col("item").is_null()).with_columns(
+        host=line.str.extract(_J_NODENAME, 1),
+        ts_json=line.str.extract(_J_TIMESTAMP, 1),
+        list_key=line.str.extract(_J_LIST, 1),
+        boot=line.str.contains(r'^\s*"boot"\s*:'),
+    )
+    if other["ts_json"].null_count() == other.height:
+        return _parse_json_generic(data, source)
+    df = pl.concat([other, lines.filter(pl.col("item").is_not_null())],
+                   how="diagonal").sort("line_no")
+    ends_ok = bool(re.search(rb"\}\s*\}\s*$", data[-64:]))
+    df = df.with_columns(
+        stat=pl.col("ts_json").is_not_null().cum_sum(),
+        hostname=pl.col("host").forward_fill(),
+        key=pl.col("list_key").forward_fill(),
+    )
+    stats = df.filter(pl.col("ts_json").is_not_null()).select(
+        "stat", "line_no", "hostname", "ts_json")
+    disks = df.filter(pl.col("item").is_not_null() & (pl.col("key") == "disk")).select(
+        "stat", "line_no", "item")
+    cpus = df.filter(pl.col("item").is_not_null()
+                     & pl.col("key").is_in(["cpu-load", "cpu-load-all"])).select(
+        "stat", "line_no", "item")
+    restarts = df.filter((pl.col("key") == "restarts") & pl.col("boot")).height
+    problems: list[tuple[int | None, str]] = []
+
+    cut_stat: int | None = None
+    if not ends_ok:
+        cut_stat = int(stats.select(pl.col("stat").max()).item() or 0)
+        what = "the sa file" if sa_file else "the JSON document"
+        source.note(f"{what} is cut off: its last interval was dropped (whole intervals "
+                    "only)")
+        last_line = int(df.filter(line.is_not_null())["line_no"][-1])
+        disks = disks.filter(pl.col("line_no") != last_line)
+        cpus = cpus.filter(pl.col("line_no") != last_line)
+        stats = stats.filter(pl.col("line_no") != last_line)
+
+    stats = stats.with_columns(ts=_decode(stats, "ts_json", _TS_DTYPE, problems, source))
+    disks = disks.with_columns(d=_decode(disks, "item", _DISK_DTYPE, problems, source))
+    cpus = cpus.with_columns(c=_decode(cpus, "item", _CPU_DTYPE, problems, source))
+    if restarts:
+        source.note(f"{restarts} restart record(s) in the file; sadf gives every interval its "
+                    "own length, so intervals after a restart are exact")
+
+    st = stats.filter(pl.col("ts").is_not_null()).select(
+        "stat", "hostname", pl.col("line_no").alias("ts_line"),
+        pl.col("ts").struct.field("date").alias("date"),
+        pl.col("ts").struct.field("time").alias("time"),
+        pl.col("ts").struct.field("utc").alias("utc"),
+        pl.col("ts").struct.field("interval").cast(pl.Float64()).alias("interval_s"))
+    dev = disks.filter(pl.col("d").is_not_null()).unnest("d").join(st, on="stat",
+                                                                     how="inner")
+    cpu = cpus.filter(pl.col("c").is_not_null()).unnest("c").join(st, on="stat",
+                                                                    how="inner")
+    if cut_stat is not None:
+        dev = dev.filter(pl.col("stat") != cut_stat)
+        cpu = cpu.filter(pl.col("stat") != cut_stat)
+    return _json_frames(dev, cpu, problems, source, sa_file=sa_file)
+
+
+def _decode(frame: pl.DataFrame, column: str, dtype: pl.Struct,
+            problems: list[tuple[int | None, str]], source: Source) -> pl.Series:
+    """Vectorised JSON decoding of one object per line; on failure, find the bad lines (the
+    slow path runs only for broken input)."""
+    try:
+        return frame[column].str.json_decode(dtype)
+    except pl.exceptions.ComputeError:
+        pass
+    good: list[str | None] = []
+    schema = dtype.to_schema()
+    for line_no, text in frame.select("line_no", column).iter_rows():
+        why = _object_problem(text, schema)
+        if why is None:
+            good.append(text)
+        else:
+            problems.append((line_no, why))
+            good.append(None)
+    report(source, problems)
+    problems.clear()
+    return pl.Series(column, good, dtype=pl.String()).str.json_decode(dtype)
+
+
+def _object_problem(text: str, schema: Mapping[str, Any]) -> str | None:
+    """Why one line's JSON object cannot be decoded with ``schema``, or None."""
+    try:
+        obj = json.loads(text)
+    except json.JSONDecodeError as exc:
+        return f"unreadable JSON object: {exc.msg} at column {exc.colno}"
+    if not isinstance(obj, dict):
+        return "not a JSON object"
+    for key, value in obj.items():
+        if schema.get(key) == pl.Float64() and (isinstance(value, bool)
+                                                or not isinstance(value, int | float)):
+            return f"{key!r} is {value!r}, not a number"
+    return None
+
+
+def _json_frames(dev: pl.DataFrame, cpu: pl.DataFrame,
+                 problems: list[tuple[int | None, str]], source: Source, *,
+                 sa_file: bool = False) -> SampleFrame:
+    """Map decoded disk/cpu objects (one row each, with their statistics' timestamp) to
+    SampleFrame rows."""
+    if dev.height == 0:
+        report(source, problems)
+        if sa_file:
+            raise InputFormatError(source.path, None, "the sa file holds no disk statistics: "
+                                   "sadc collects them only with '-S DISK' (sa1 -S DISK, "
+                                   "SADC_OPTIONS in the sysstat configuration)")
+        raise InputFormatError(source.path, None, "no disk statistics ('disk' lists) in the "
+                               "document: export with sadf -j FILE -- -d")
+    exprs: list[pl.Expr] = []
+    for target, alts in _JSON_DISK.items():
+        present = [(k, f) for k, f in alts if k in dev.columns]
+        if present:
+            exprs.append(pl.coalesce([pl.col(k) * f for k, f in present]).alias(target))
+    local = (pl.col("date") + " " + pl.col("time")).str.to_datetime(
+        "%Y-%m-%d %H:%M:%S", strict=False, time_unit="us").dt.epoch("s")
+    host = pl.when(pl.col("hostname").str.len_chars() > 0).then(pl.col("hostname")) \
+        .otherwise(pl.lit(_fallback_host(source)))
+    dev = dev.with_columns(local_s=local, is_utc=pl.col("utc") == 1, host=host)
+    bad = dev.filter(pl.col("local_s").is_null() | pl.col("disk-device").is_null()
+                     | pl.col("interval_s").is_null() | (pl.col("interval_s") <= 0))
+    for line_no, d, t, iv in bad.select("ts_line", "date", "time", "interval_s").iter_rows():
+        problems.append((line_no, (f"timestamp {d!r} {t!r} with interval {iv!r} is not a "
+                                  "valid sample time (or a disk has no 'disk-device')")))
+    report(source, problems)
+    dev = dev.filter(pl.col("local_s").is_not_null() & pl.col("disk-device").is_not_null()
+                     & (pl.col("interval_s") > 0)).with_columns(blk=pl.lit(0, pl.Int64()))
+    dev = dev.with_columns(_utc_us(dev, source).alias("utc_us"))
+    out = dev.select(pl.col("line_no").alias("order"), "host", "utc_us", "interval_s",
+                     pl.col("disk-device").alias("device"), *exprs)
+    cpu_out = pl.DataFrame()
+    if cpu.height:
+        cpu = cpu.filter(pl.col("cpu") == "all").with_columns(
+            local_s=local, is_utc=pl.col("utc") == 1, host=host, blk=pl.lit(0, pl.Int64()))
+        cpu = cpu.filter(pl.col("local_s").is_not_null())
+        cpu = cpu.with_columns(_utc_us(cpu, source).alias("utc_us"))
+        cexprs = [pl.col(k).alias(col) for k, col in _JSON_CPU.items()
+                  if k in cpu.columns and cpu[k].null_count() < cpu.height]
+        parts = [p for p in _JSON_CPU_PARTS if p in cpu.columns
+                 and cpu[p].null_count() < cpu.height]
+        if "sys" in parts:
+            cexprs.append(pl.sum_horizontal([pl.col(p) for p in parts]).round(2)
+                          .alias("cpu_system_pct"))
+        cpu_out = cpu.select("host", "utc_us", *cexprs).unique(
+            subset=["host", "utc_us"], keep="first", maintain_order=True)
+    return _finish(out, cpu_out, source, name="sa" if sa_file else NAME)
+
+
+def _parse_json_generic(data: bytes, source: Source) -> SampleFrame:
+    """Any layout of a sadf -j document (one JSON parse; no line numbers to give)."""
+    try:
+        doc = json.loads(data.decode("utf-8-sig", errors="replace"))
+    except json.JSONDecodeError as exc:
+        raise InputFormatError(source.path, exc.lineno, f"not valid JSON: {exc.msg}") from exc
+    hosts = doc.get("sysstat", {}).get("hosts") if isinstance(doc, dict) else None
+    if not isinstance(hosts, list):
+        raise InputFormatError(source.path, None, "no sysstat.hosts list in the document")
+    disk_rows: list[dict[str, Any]] = []
+    cpu_rows: list[dict[str, Any]] = []
+    order = 0
+    for host in hosts:
+        if not isinstance(host, Mapping):
+            continue
+        for stat_no, stat in enumerate(host.get("statistics") or []):
+            if not isinstance(stat, Mapping):
+                continue
+            ts = stat.get("timestamp") or {}
+            base = {"stat": stat_no, "hostname": host.get("nodename"), "ts_line": None,
+                    "date": ts.get("date"), "time": ts.get("time"), "utc": ts.get("utc"),
+                    "interval_s": ts.get("interval")}
+            for d in stat.get("disk") or []:
+                order += 1
+                disk_rows.append({**base, "line_no": order, **d})
+            for key in ("cpu-load", "cpu-load-all"):
+                for c in stat.get(key) or []:
+                    cpu_rows.append({**base, **c})
+    schema_d = {"stat": pl.Int64(), "hostname": pl.String(), "ts_line": pl.Int64(),
+                "date": pl.String(), "time": pl.String(), "utc": pl.Int64(),
+                "interval_s": pl.Float64(), "line_no": pl.Int64(),
+                **_DISK_DTYPE.to_schema()}
+    schema_c = {k: v for k, v in schema_d.items() if k not in _DISK_DTYPE.to_schema()
+                and k != "line_no"} | dict(_CPU_DTYPE.to_schema())
+    try:
+        dev = pl.DataFrame(disk_rows, schema=schema_d, strict=False)
+        cpu = pl.DataFrame(cpu_rows, schema=schema_c, strict=False)
+    except (pl.exceptions.PolarsError, TypeError, ValueError) as exc:
+        raise InputFormatError(source.path, None, f"disk or cpu values of an unexpected type: "
+                               f"{exc}") from exc
+    return _json_frames(dev, cpu, [], source)
+

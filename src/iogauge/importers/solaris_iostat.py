@@ -1,0 +1,465 @@
+"""Solaris / illumos ``iostat -x``, ``-xn``, ``-xnz`` (optionally ``-T d|u``, ``-c``, ``-t``,
+``-M``, ``-e``, ``-p``, ``-C``, ``-r``): the extended device statistics.
+
+Layout, as illumos ``usr/src/cmd/stat/iostat/iostat.c`` (``do_format``, ``show_disk``) prints
+it and iostat(8) (Sun's iostat(1M)) documents it::
+
+    Fri Nov 22 10:00:00 JST 2026                <- -T d (date(1) format) or -T u (epoch s)
+                        extended device statistics
+    device    r/s    w/s   kr/s   kw/s wait actv  svc_t  %w  %b      <- -x: device first
+    sd0       0.9    0.1    7.2    0.4  0.0  0.0   11.9   0   0
+        r/s    w/s   kr/s   kw/s wait actv wsvc_t asvc_t  %w  %b device   <- -xn: device last
+       13.0   31.0  120.5 20650.3  0.0  6.0    0.0  137.8   2 100 c1t2d0
+
+Every report starts with ``extended device statistics`` (preceded by its time stamp with
+``-T``). The first report averages since boot (iostat(8): "The first line of output is for all
+time since boot"), and so does the report after a configuration change, which iostat announces
+with ``<<device added: sd3>>``-style lines (iostat.c forgets the previous snapshot when
+``snapshot_has_changed``): those rows get ``since_boot=True``. ``-z`` omits idle devices, so
+the device set varies. Linux sysstat ``iostat -x`` (``Device r/s rkB/s ...``) is another format.
+
+Column mapping (iostat(8) "Output" and iostat.c):
+
+=============  =================  ===========================================================
+column         SampleFrame        meaning
+=============  =================  ===========================================================
+r/s, w/s       r_iops, w_iops     reads / writes per second
+kr/s, kw/s     r_kBps, w_kBps     kilobytes per second (iostat.c divides bytes by 1024);
+                                  ``-M`` prints Mr/s, Mw/s (bytes / 1048576): x 1024
+wait           queue_wait_len     mean transactions waiting for service (driver queue)
+actv           active_len         mean transactions being serviced (accepted by the device)
+svc_t          await_ms           "average response time of transactions": iostat(8) says it
+                                  "reports the overall response time, rather than the service
+                                  time ... includes the time that transactions are in queue"
+wsvc_t         queue_wait_ms      average time in the wait queue
+asvc_t         svctm_ms           "average service time of active transactions" - the true
+                                  service time
+%w             queue_wait_pct     percent of time the wait queue is non-empty
+%b             util_pct           percent of time the disk is busy
+=============  =================  ===========================================================
+
+Derived exactly as iostat.c does: ``iops = r/s + w/s`` (``tps = rps + wps``), ``kBps = kr/s
++ kw/s``, ``aqu_sz = wait + actv`` (the ``avw + avr`` sar prints as avque), and with ``-n``
+``await_ms = wsvc_t + asvc_t`` (``serv = rserv + wserv``). CPU columns (``-c``: us sy wt id;
+on the first device line without ``-n``, in a ``cpu`` block before the report with it) go to
+cpu_user/system/iowait/idle_pct; ``wt`` is always 0 since Solaris 10 (mpstat(1M): "no longer
+calculated"), so when every ``wt`` of the file is 0 it is left null. ``-I`` (counts per
+interval) is refused.
+
+Time stamps: ``-T u`` is epoch seconds (UTC); ``-T d`` is local time (its zone abbreviation is
+not trusted unless UTC/GMT - use ``--tz``); without ``-T`` the reports carry no time at all,
+so ``Source.start`` and ``Source.interval_s`` are required (report k ends at start + k x
+interval). A report cut off by the end of the file is dropped whole (see :func:`parse`).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from datetime import timedelta
+
+import polars as pl
+
+from iogauge.errors import InputFormatError
+from iogauge.importers.base import Source
+from iogauge.importers.unix_sar import (
+    ends_with_newline,
+    host_fallback,
+    localize,
+    max_int,
+    numbers,
+    read_lines,
+    refuse_rows,
+    start_local,
+)
+from iogauge.model.sampleframe import TS_DTYPE, SampleFrame
+
+NAME = "solaris-iostat"
+DESCRIPTION = ("Solaris/illumos iostat -x / -xn / -xnz extended device statistics "
+               "(wait actv svc_t | wsvc_t asvc_t %w %b), with -T d|u time stamps")
+EXPECTS = ("'extended device statistics' followed by a header with 'r/s w/s kr/s kw/s wait "
+           "actv svc_t %w %b' (-x) or '... wait actv wsvc_t asvc_t %w %b device' (-xn)")
+
+_EXT_RE = r"extended (device|disk) statistics"
+_HEADER_SNIFF = re.compile(r"(^|[\s,])wait[\s,]+actv[\s,]+(svc_t|wsvc_t)([\s,]|$)", re.MULTILINE)
+_TS_U_RE = r"^\s*\d{9,12}\s*$"
+_MONTHS = {m: i + 1 for i, m in enumerate(
+    ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"])}
+_TS_D_RE = (r"^\s*(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun)\s+(Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|"
+            r"Nov|Dec)\s+(\d{1,2})\s+(\d{1,2}):(\d{2}):(\d{2})\s+(?:([A-Za-z][A-Za-z0-9+\-]*)"
+            r"\s+)?(\d{4})\s*$")
+_STATE_RE = r"^\s*<<.*>>\s*$"
+_CPU_WORDS = {"tin", "tout", "us", "sy", "wt", "id", "dt"}
+
+#: per-row column -> (SampleFrame column, factor)
+_COLUMNS: Mapping[str, tuple[str, float]] = {
+    "r/s": ("r_iops", 1.0), "w/s": ("w_iops", 1.0),
+    "kr/s": ("r_kBps", 1.0), "Kr/s": ("r_kBps", 1.0),
+    "kw/s": ("w_kBps", 1.0), "Kw/s": ("w_kBps", 1.0),
+    "kw": ("w_kBps", 1.0),  # iostat(8) Example 1 prints this header as "kw"
+    "Mr/s": ("r_kBps", 1024.0), "Mw/s": ("w_kBps", 1024.0),  # -M: MB/s -> kB/s
+    "wait": ("queue_wait_len", 1.0), "actv": ("active_len", 1.0),
+    "svc_t": ("await_ms", 1.0), "wsvc_t": ("queue_wait_ms", 1.0),
+    "asvc_t": ("svctm_ms", 1.0), "%w": ("queue_wait_pct", 1.0), "%b": ("util_pct", 1.0),
+}
+_ERROR_COLUMNS = {"s/w", "h/w", "trn", "tot"}  # -e: error counts, not carried
+_CPU_MAP: Mapping[str, str] = {"us": "cpu_user_pct", "sy": "cpu_system_pct",
+                               "wt": "cpu_iowait_pct", "id": "cpu_idle_pct"}
+
+
+def sniff(head: str) -> bool:
+    """``extended device statistics`` plus a header with ``wait actv svc_t|wsvc_t``."""
+    return bool(re.search(_EXT_RE, head)) and bool(_HEADER_SNIFF.search(head))
+
+
+def _kind_parent() -> tuple[pl.Expr, pl.Expr]:
+    """(device_kind, parent) from Solaris instance names (``sd0``, ``sd0,a``, ``nfs1``,
+    ``ssd22.t2.fp0``) and ``-n`` descriptive names (``c0t0d0``, ``c0t0d0s0``, ``c0``,
+    ``server:/export``, ``rmt/0``)."""
+    dev = pl.col("device")
+    ctd = r"^c\d+(t[0-9A-Za-z]+)?d\d+"
+    inst = r"^(sd|ssd|dad|cmdk|vdc|blkdev|xdf|nvme|zvblk)\d+"
+    kind = (pl.when(dev.str.contains(ctd + "$")).then(pl.lit("disk"))
+            .when(dev.str.contains(ctd + r"[sp]\d+$")).then(pl.lit("partition"))
+            .when(dev.str.contains(r"^c\d+$")).then(pl.lit("port"))  # -C controller
+            .when(dev.str.contains(inst + "$")).then(pl.lit("disk"))
+            .when(dev.str.contains(inst + r",[a-z]+$")).then(pl.lit("partition"))
+            .when(dev.str.contains(r"^(md\d+|d\d+|md/.+)$")).then(pl.lit("md"))
+            .when(dev.str.contains(
+                r"^(mpt_sas|mpt|mr_sas|fp|fcp|iscsi|scsi_vhci|ahci|nv_sata|si3124|pmcs|glm|"
+                r"isp|qlc|emlxs|lsimega|aac|ata)\d*$")).then(pl.lit("port"))
+            .otherwise(pl.lit("other")))
+    parent = (pl.when(kind == "partition")
+              .then(pl.coalesce(dev.str.extract(r"^(c\d+(?:t[0-9A-Za-z]+)?d\d+)[sp]\d+$"),
+                                dev.str.extract(r"^([^,]+),")))
+              .when(dev.str.contains(inst + r"\.")).then(dev.str.extract(r"^([^.]+)\."))
+              .otherwise(None))
+    return kind, parent
+
+
+def parse(data: bytes, source: Source) -> SampleFrame:
+    """Rows of every report; the first (and any after a ``<<...>>`` change) is since-boot.
+
+    A report is dropped whole, with a note, when the file ends inside it: when the file does
+    not end with a line break (its last line may be cut mid-number), when the report never
+    got its column header, or when every earlier report listed the same devices and this one
+    lists only the first few of them.
+    """
+    lines = read_lines(data)
+    if lines.height == 0:
+        raise InputFormatError(source.path, None, "empty file")
+    cut = not ends_with_newline(data)
+    if cut:
+        # no final line break: the last line may be cut mid-number (or mid-time-stamp), so it
+        # is not read at all, and the report it ends is dropped below
+        lines = lines.slice(0, lines.height - 1)
+    header_rows = lines.filter(pl.col("line").str.contains(r"(^|[\s,])r/[si]([\s,]|$)")
+                               & pl.col("line").str.contains(r"%b"))
+    if header_rows.height == 0:
+        raise InputFormatError(source.path, None, "no 'r/s w/s kr/s kw/s wait actv ...' "
+                               "header of iostat -x")
+    raw = "," in str(header_rows["line"][0])
+    tok = (pl.col("line").str.split(",").list.eval(pl.element().str.strip_chars())
+           .list.eval(pl.element().filter(pl.element().str.len_chars() > 0))
+           if raw else pl.col("line").str.extract_all(r"\S+"))
+    df = lines.with_columns(tok.alias("tok")).with_columns(
+        pl.col("tok").list.len().fill_null(0).alias("n"))
+    words = pl.col("tok").list.eval(pl.element().is_in(sorted(_CPU_WORDS))).list.all()
+    is_cpu_sub = (pl.col("n") > 0) & words.fill_null(False)
+    is_cpu_title = ((pl.col("n") > 0) & pl.col("tok").list.eval(
+        pl.element().is_in(["tty", "cpu"])).list.all().fill_null(False))
+    df = df.with_columns(
+        pl.col("line").str.contains(_EXT_RE).fill_null(False).alias("is_ext"),
+        pl.col("line").str.contains(_TS_U_RE).fill_null(False).alias("is_ts_u"),
+        pl.col("line").str.contains(_TS_D_RE).fill_null(False).alias("is_ts_d"),
+        pl.col("line").str.contains(_STATE_RE).fill_null(False).alias("is_state"),
+        (pl.col("line").str.contains(r"(^|[\s,])r/[si]([\s,]|$)")
+         & pl.col("line").str.contains("%b")).fill_null(False).alias("is_hdr"),
+        is_cpu_title.alias("is_cpu_title"),
+        is_cpu_sub.alias("is_cpu_sub"),
+    ).with_columns(
+        # the numbers line right after a "us sy wt id" block header (-n with -c)
+        pl.col("is_cpu_sub").shift(1, fill_value=False).alias("is_cpu_val"),
+        (pl.col("is_ts_u") | pl.col("is_ts_d")).alias("is_ts"),
+    )
+    timestamped = bool(df["is_ts"].any())
+    cpu_block = pl.col("is_cpu_title") | pl.col("is_cpu_sub") | pl.col("is_cpu_val")
+    if timestamped:
+        rid = pl.col("is_ts").cum_sum() - 1
+    else:
+        rid = pl.col("is_ext").cum_sum() - 1 + cpu_block.cast(pl.Int64)
+    df = df.with_columns(rid.cast(pl.Int64).alias("rid"))
+    df = df.with_columns(pl.col("is_hdr").cum_sum().over("rid").alias("hdr_seen"))
+
+    # --- the column layout of every report's header ------------------------------------------
+    hdrs = df.filter(pl.col("is_hdr")).select("rid", "line_no", "tok")
+    layouts = hdrs.with_columns(pl.col("tok").list.join(" ").alias("key"))
+    data_rows = df.filter(~(pl.col("is_ext") | pl.col("is_ts") | pl.col("is_state")
+                            | pl.col("is_hdr") | cpu_block) & (pl.col("n") > 0))
+    before_hdr = data_rows.filter(pl.col("hdr_seen") == 0)
+    refuse_rows(source, before_hdr.with_columns(
+        pl.format("line before the iostat column header: '{}'", pl.col("line"))
+        .alias("reason")))
+    data_rows = data_rows.filter(pl.col("hdr_seen") > 0).join(
+        layouts.select("rid", "key"), on="rid", how="left")
+
+    n_reports = max_int(df["rid"]) + 1
+    if timestamped:
+        twice = df.filter(pl.col("is_ext")).filter(pl.col("rid").is_duplicated())
+        if twice.height:
+            raise InputFormatError(source.path, int(twice["line_no"][1]), "a report without "
+                                   "its time stamp in a file of time-stamped (-T) reports")
+    drop: set[int] = set()
+    last = n_reports - 1
+    if last not in set(hdrs["rid"].to_list()) or cut:
+        # cut inside the last report: its last line may be cut mid-number
+        drop.add(last)
+        data_rows = data_rows.filter(pl.col("rid") != last)
+        source.note(f"the file ends inside its last report (report {last + 1}, from line "
+                    f"{_first_line(df, last)}): that report was dropped")
+
+    parts: list[pl.DataFrame] = []
+    cpu_parts: list[pl.DataFrame] = []
+    for key in layouts["key"].unique(maintain_order=True).to_list():
+        cols = key.split(" ")
+        line_no = int(layouts.filter(pl.col("key") == key)["line_no"][0])
+        rows = data_rows.filter(pl.col("key") == key)
+        frame, cpu = _rows_of_layout(rows, cols, line_no, source)
+        parts.append(frame)
+        if cpu is not None:
+            cpu_parts.append(cpu)
+    # the -n "cpu" blocks
+    block = _cpu_blocks(df, source)
+    if block is not None:
+        cpu_parts.append(block)
+
+    rows = pl.concat(parts, how="diagonal_relaxed")
+    if rows.height == 0:
+        return SampleFrame.empty()
+    changed = {int(r) + 1 for r in df.filter(pl.col("is_state"))["rid"].to_list()}
+    if last not in drop and last not in changed and _cut_by_device_list(rows, last):
+        source.note(f"the file ends inside its last report (report {last + 1}, from line "
+                    f"{_first_line(df, last)}): it lists only the first devices of the "
+                    f"earlier reports, so it was dropped")
+        rows = rows.filter(pl.col("rid") != last)
+        if rows.height == 0:
+            return SampleFrame.empty()
+
+    times = _report_times(df, n_reports, timestamped, source)
+    since = {0} | changed
+    if len(since) > 1:
+        source.note("iostat reported a configuration change (<<...>> lines): the report after "
+                    "it averages since boot again and is flagged since_boot")
+    source.note("the first iostat report averages since boot: kept with since_boot=True")
+    rows = rows.join(times, on="rid", how="left").with_columns(
+        pl.col("rid").is_in(sorted(since)).alias("since_boot"))
+    regular = _regular_interval(times, source)
+    rows = rows.with_columns(
+        pl.when(pl.col("since_boot")).then(pl.lit(regular)).otherwise(pl.col("interval_s"))
+        .alias("interval_s"))
+    bad_iv = rows.filter(~(pl.col("interval_s") > 0))
+    if bad_iv.height:
+        refuse_rows(source, bad_iv.with_columns(
+            pl.format("time stamp does not advance (interval {} s)", pl.col("interval_s"))
+            .alias("reason")))
+        rows = rows.filter(pl.col("interval_s") > 0)
+
+    if cpu_parts:
+        cpu = pl.concat(cpu_parts, how="diagonal_relaxed").unique(subset=["rid"], keep="first")
+        if "cpu_iowait_pct" in cpu.columns and bool(
+                (cpu["cpu_iowait_pct"].fill_null(0.0) == 0.0).all()):
+            cpu = cpu.drop("cpu_iowait_pct")
+            source.note("every 'wt' (CPU I/O wait) value is 0, as on Solaris 10 and later "
+                        "where it is no longer measured: cpu_iowait_pct left null")
+        rows = rows.join(cpu, on="rid", how="left")
+
+    kind, parent = _kind_parent()
+    out = rows.with_columns(kind.alias("device_kind"), parent.alias("parent"),
+                            pl.lit(host_fallback(source)).alias("host"),
+                            pl.lit(NAME).alias("source"))
+    return SampleFrame(out.drop("rid", "line_no", "ts_local", "zone", strict=False)
+                       .sort("ts", maintain_order=True))
+
+
+def _first_line(df: pl.DataFrame, rid: int) -> int:
+    r = df.filter(pl.col("rid") == rid)
+    return -max_int(-r["line_no"].cast(pl.Int64)) if r.height else 0
+
+
+def _rows_of_layout(rows: pl.DataFrame, cols: list[str], hdr_line: int, source: Source
+                    ) -> tuple[pl.DataFrame, pl.DataFrame | None]:
+    """Device rows of the reports whose header is ``cols``: values and the first row's
+    tty/cpu extras (without -n)."""
+    if any(c in ("r/i", "w/i", "kr/i", "kw/i", "Mr/i", "Mw/i") for c in cols):
+        raise InputFormatError(source.path, hdr_line, "iostat -I prints counts per interval "
+                               "(r/i, kr/i ...), not rates: rerun without -I")
+    device_last = cols[-1] == "device"
+    if device_last:
+        per_row = cols[:-1]
+        extras: list[str] = []
+    else:
+        if cols[0] not in ("device", "disk"):
+            raise InputFormatError(source.path, hdr_line, f"iostat header starts with "
+                                   f"{cols[0]!r}, expected 'device' (-x) or ending in "
+                                   f"'device' (-xn)")
+        body = cols[1:]
+        first_extra = next((i for i, c in enumerate(body) if c in _CPU_WORDS), len(body))
+        per_row, extras = body[:first_extra], body[first_extra:]
+    unknown = [c for c in per_row if c not in _COLUMNS and c not in _ERROR_COLUMNS]
+    if unknown:
+        raise InputFormatError(source.path, hdr_line, f"unknown iostat column(s) "
+                               f"{', '.join(unknown)}")
+    nv = len(per_row)
+    t = pl.col("tok")
+    if device_last:
+        # "-m" adds " (/mount)" after the device name
+        mount = t.list.last().str.contains(r"^\(.*\)$")
+        dev = pl.when(mount).then(t.list.get(-2, null_on_oob=True)).otherwise(t.list.last())
+        n_expected = pl.when(mount).then(pl.lit(nv + 2)).otherwise(pl.lit(nv + 1))
+        vals = [t.list.get(i, null_on_oob=True) for i in range(nv)]
+        extra_vals: list[pl.Expr] = []
+    else:
+        dev = t.list.first()
+        first_in_report = pl.col("line_no") == pl.col("line_no").min().over("rid")
+        has_extra = first_in_report & (pl.col("n") == nv + 1 + len(extras)) & (len(extras) > 0)
+        n_expected = pl.when(has_extra).then(pl.lit(nv + 1 + len(extras))).otherwise(
+            pl.lit(nv + 1))
+        vals = [t.list.get(i + 1, null_on_oob=True) for i in range(nv)]
+        extra_vals = [pl.when(has_extra).then(t.list.get(nv + 1 + j, null_on_oob=True))
+                      for j in range(len(extras))]
+    rows = rows.with_columns(
+        dev.str.replace(r"\(.*\)$", "").alias("device"),
+        n_expected.alias("n_expected"),
+        *[numbers(v).alias(f"v{i}") for i, v in enumerate(vals)],
+        *[numbers(v).alias(f"x{j}") for j, v in enumerate(extra_vals)],
+    )
+    reason = (pl.when(pl.col("n") != pl.col("n_expected"))
+              .then(pl.format("iostat line has {} fields, expected {} ({}): '{}'", pl.col("n"),
+                              pl.col("n_expected"), pl.lit(" ".join(cols)), pl.col("line")))
+              .when(pl.any_horizontal([pl.col(f"v{i}").is_null() for i in range(nv)]))
+              .then(pl.format("iostat values are not all numbers: '{}'", pl.col("line")))
+              .otherwise(None))
+    rows = rows.with_columns(reason.alias("reason"))
+    refuse_rows(source, rows.filter(pl.col("reason").is_not_null()))
+    rows = rows.filter(pl.col("reason").is_null())
+
+    idx = {c: i for i, c in enumerate(per_row)}
+    measures: dict[str, pl.Expr] = {}
+    for c, i in idx.items():
+        if c in _COLUMNS:
+            target, factor = _COLUMNS[c]
+            measures[target] = pl.col(f"v{i}") * factor if factor != 1.0 else pl.col(f"v{i}")
+    if "r_iops" in measures and "w_iops" in measures:
+        measures["iops"] = measures["r_iops"] + measures["w_iops"]  # iostat.c: tps = rps + wps
+    if "r_kBps" in measures and "w_kBps" in measures:
+        measures["kBps"] = measures["r_kBps"] + measures["w_kBps"]  # kps = krps + kwps
+    if "queue_wait_len" in measures and "active_len" in measures:
+        measures["aqu_sz"] = measures["queue_wait_len"] + measures["active_len"]  # avw + avr
+    if "await_ms" not in measures and "queue_wait_ms" in measures and "svctm_ms" in measures:
+        measures["await_ms"] = measures["queue_wait_ms"] + measures["svctm_ms"]  # wserv+rserv
+    frame = rows.select("rid", "line_no", "device", *[e.alias(k) for k, e in measures.items()])
+    cpu: pl.DataFrame | None = None
+    picked = [(j, _CPU_MAP[c]) for j, c in enumerate(extras) if c in _CPU_MAP]
+    if picked:
+        cpu = rows.filter(pl.col(f"x{picked[0][0]}").is_not_null()).select(
+            "rid", *[pl.col(f"x{j}").alias(name) for j, name in picked])
+    return frame, cpu
+
+
+def _cpu_blocks(df: pl.DataFrame, source: Source) -> pl.DataFrame | None:
+    """The ``cpu`` / ``us sy wt id`` / values blocks that ``-n`` prints before a report."""
+    subs = df.filter(pl.col("is_cpu_sub")).select("rid", "line_no", "tok")
+    if subs.height == 0:
+        return None
+    vals = df.filter(pl.col("is_cpu_val")).select("rid", "line_no", "line", "tok")
+    out: list[dict[str, object]] = []
+    for (rid, _ln, hdr_names), (_rid2, vln, vline, vtok) in zip(
+            subs.iter_rows(), vals.iter_rows(), strict=True):
+        names = list(hdr_names)
+        toks = list(vtok or [])
+        if len(toks) != len(names) or not all(re.fullmatch(r"\d+(\.\d+)?", x) for x in toks):
+            source.bad_line(int(vln), f"cpu line does not match its header "
+                            f"'{' '.join(names)}': '{vline}'")
+            continue
+        rec: dict[str, object] = {"rid": int(rid)}
+        for name, value in zip(names, toks, strict=True):
+            if name in _CPU_MAP:
+                rec[_CPU_MAP[name]] = float(value)
+        out.append(rec)
+    if not out:
+        return None
+    return pl.DataFrame(out).with_columns(pl.col("rid").cast(pl.Int64))
+
+
+def _cut_by_device_list(rows: pl.DataFrame, last: int) -> bool:
+    """True if the last report lists only the first devices of the report before it, in a
+    file that is not ``-z``: then the file was cut at a line end inside the last report.
+
+    A file is known not to be ``-z`` when some row is all zeros (``-z`` omits exactly those
+    lines, iostat.c ``suppress_zero``); without ``-z`` every report lists the same devices
+    unless iostat announced a change (``<<...>>``). In a ``-z`` file a shorter last report is
+    normal, so a cut at a line end there cannot be told apart and the report is kept."""
+    measures = [c for c in rows.columns if c not in ("rid", "line_no", "device")]
+    if not measures:
+        return False
+    zero_row = rows.select(pl.all_horizontal([(pl.col(c) == 0).fill_null(True)
+                                              for c in measures]).any()).item()
+    if not zero_row:
+        return False
+    lists = rows.group_by("rid", maintain_order=True).agg(pl.col("device")).sort("rid")
+    if lists.height < 2 or int(lists["rid"][-1]) != last:
+        return False
+    before = lists["device"][-2].to_list()
+    tail = lists["device"][-1].to_list()
+    return len(tail) < len(before) and before[:len(tail)] == tail
+
+
+def _report_times(df: pl.DataFrame, n_reports: int, timestamped: bool, source: Source
+                  ) -> pl.DataFrame:
+    """``rid`` -> ``ts`` (UTC) and ``interval_s`` (since the previous report)."""
+    if not timestamped:
+        start = start_local(source)
+        if start is None or source.interval_s is None or source.interval_s <= 0:
+            raise InputFormatError(source.path, None, "these iostat reports carry no time "
+                                   "stamps (iostat was run without -T d|u): supply the start "
+                                   "time and the sampling interval (--start, --interval)")
+        step = timedelta(seconds=source.interval_s)
+        naive = pl.DataFrame({"rid": list(range(n_reports)),
+                              "ts_local": [start + k * step for k in range(n_reports)]},
+                             schema={"rid": pl.Int64(), "ts_local": pl.Datetime("us")})
+        ts = naive.with_columns(localize(pl.col("ts_local"), source).alias("ts"))
+    else:
+        stamps = df.filter(pl.col("is_ts")).select("rid", "line_no", "line", "is_ts_u")
+        u = stamps.filter(pl.col("is_ts_u")).select(
+            "rid", pl.from_epoch(pl.col("line").str.strip_chars().cast(pl.Int64), "s")
+            .dt.replace_time_zone("UTC").dt.cast_time_unit("us").alias("ts"))
+        d = stamps.filter(~pl.col("is_ts_u")).with_columns(
+            pl.col("line").str.extract_groups(_TS_D_RE).alias("g")).unnest("g")
+        parts = [u]
+        if d.height:
+            zones = [z for z in d["6"].unique().to_list() if z]
+            naive = d.select("rid", pl.datetime(
+                pl.col("7").cast(pl.Int32),
+                pl.col("1").replace_strict(_MONTHS, return_dtype=pl.Int32),
+                pl.col("2").cast(pl.Int32), pl.col("3").cast(pl.Int32),
+                pl.col("4").cast(pl.Int32), pl.col("5").cast(pl.Int32),
+                time_unit="us").alias("ts_local"))
+            zone = zones[0] if len(zones) == 1 else (None if not zones else "/".join(zones))
+            parts.append(naive.select("rid", localize(pl.col("ts_local"), source,
+                                                      zone_stated=zone).alias("ts")))
+        ts = pl.concat([p.with_columns(pl.col("ts").cast(TS_DTYPE)) for p in parts]).sort("rid")
+    ts = ts.select("rid", pl.col("ts").cast(TS_DTYPE)).sort("rid")
+    return ts.with_columns(
+        (pl.col("ts").diff().dt.total_microseconds() / 1e6).alias("interval_s"))
+
+
+def _regular_interval(times: pl.DataFrame, source: Source) -> float:
+    """The file's sampling interval: ``Source.interval_s``, else the median report spacing."""
+    if source.interval_s is not None and source.interval_s > 0:
+        return float(source.interval_s)
+    diffs = times["interval_s"].drop_nulls()
+    diffs = diffs.filter(diffs > 0)
+    if diffs.len() == 0:
+        raise InputFormatError(source.path, None, "a single since-boot iostat report has no "
+                               "sampling interval: supply it with --interval")
+    return float(diffs.median())  # type: ignore[arg-type]

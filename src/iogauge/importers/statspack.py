@@ -1,0 +1,30 @@
+"""Oracle Statspack text reports (``spreport.sql``): wait events and file I/O statistics.
+
+Everything but the sniffer lives in :mod:`iogauge.importers.oracle_common`, shared with AWR:
+see there for the sections read, the column mapping and the release differences (8i prints
+wait times in centiseconds and file I/O as counts; 9i+ in seconds and per-second rates).
+"""
+
+from __future__ import annotations
+
+import re
+
+from iogauge.importers.base import Source
+from iogauge.importers.oracle_common import parse_reports
+from iogauge.model.sampleframe import SampleFrame
+
+NAME = "statspack"
+DESCRIPTION = "Oracle Statspack text report (wait events, file and tablespace I/O)"
+EXPECTS = "a 'STATSPACK report for' line (Oracle spreport.sql output)"
+
+_START_RE = re.compile(r"^\s*STATSPACK report for\s*$")
+
+
+def sniff(head: str) -> bool:
+    return any(_START_RE.match(line) for line in head.splitlines()[:200])
+
+
+def parse(data: bytes, source: Source) -> SampleFrame:
+    """Statspack report(s) -> datafile/tablespace rows; wait events go to ``source.waits``."""
+    return parse_reports(data, source, fmt=NAME, start_re=_START_RE,
+                         title="STATSPACK report for")

@@ -1,0 +1,549 @@
+"""The System V ``sar`` text of Solaris/illumos, AIX and HP-UX: the ``sar -d`` device section,
+with the ``sar -u`` CPU figures of the same intervals.
+
+These are the reports ``sar -A`` / ``sar -d`` / ``sar -u`` print (live or from a daily
+``/var/adm/sa/saDD`` file)::
+
+    SunOS ala52s01 5.11 11.3 sun4v    05/26/2017          <- OS, host, release ... date
+
+    08:00:00    %usr    %sys    %wio   %idle              <- a section header: its time is
+    08:20:00       0       0       0      99                 the start of the first interval
+    ...
+    Average        0       2       0      98              <- summaries: skipped
+
+    08:00:00   device        %busy   avque   r+w/s  blks/s  avwait  avserv
+    08:20:00   iscsi0            0     0.0       0       0     0.0     0.0
+               mpt_sas2          1     0.0       6     212     0.0     3.1   <- only the first
+    ...                                                         device of an interval has
+    Average    iscsi0            0     0.0       0       0     0.0     0.0      the time
+
+AIX prints ``Kbs/s`` instead of ``blks/s`` (AIX 5.3 and later) and ``System configuration:``
+lines between sections; HP-UX prints only the devices that were active, a bare time when none
+was, and two decimals. Linux sysstat's ``sar`` (header ``Linux ...``) is another format.
+
+Column mapping (every value as printed, units converted exactly):
+
+=========  ==================  ==============================================================
+column     SampleFrame         source of the meaning
+=========  ==================  ==============================================================
+%busy      util_pct            all three: share of time the device was busy.
+avque      aqu_sz              Solaris: illumos ``sar.c`` ``prt_d_opt`` prints
+           (Solaris, HP-UX)    ``(wlentime + rlentime) / elapsed``, the mean number of requests
+                               waiting plus in service over the whole interval (= ``iostat``
+                               wait + actv). Oracle's Solaris 10 guide (819-2380, "sar -d")
+                               says "Average number of requests during the time the device was
+                               busy"; the Solaris 2.6 guide (802-5750) even calls it "the sum
+                               of the average wait time plus the average service time" - the
+                               source code is what runs. HP-UX sar(1M): "Average number of
+                               requests outstanding for the device".
+avque      queue_wait_len      AIX 5.3+ (``Kbs/s`` layout): IBM's sar command reference
+           (AIX, Kbs/s)        "Average number of requests waiting to be sent to disk" (the
+                               driver's wait queue, iostat ``avgwqsz``). The AIX 7.2 sample
+                               shows why it is not aqu-sz: 0.0 at 79 %busy and 410 r+w/s.
+avque      active_len          older AIX (``blks/s`` layout): IBM "Assessing disk performance
+           (AIX, blks/s)       with the sar command": "requests outstanding from the adapter to
+                               the device ... There may be additional I/O operations in the
+                               queue of the device driver".
+r+w/s      iops                transfers per second (reads + writes).
+r/s, w/s   r_iops, w_iops      HP-UX ``sar -d -R``.
+blks/s     kBps = blks/s / 2   512-byte blocks per second (Solaris ``BLKS(x) = x >> 9``;
+                               HP-UX sar(1M) "in 512-byte units").
+Kbs/s      kBps                AIX: kilobytes per second.
+avwait     queue_wait_ms       mean time a request waited in the queue before service (sar.c:
+                               ``wlentime / elapsed / tps * 1000``, the same as iostat wsvc_t).
+avserv     svctm_ms            mean service time once sent to the device (sar.c: ``rlentime /
+                               elapsed / tps * 1000`` = iostat asvc_t).
+--         await_ms            avwait + avserv: the whole time of a request, as iostat's
+                               ``svc_t = wserv + rserv`` (illumos iostat.c ``show_disk``).
+%usr ...   cpu_user_pct, ...   ``sar -u``: %usr, %sys, %wio, %idle of the same time stamp.
+=========  ==================  ==============================================================
+
+``%wio`` of Solaris 10 (SunOS 5.10) and later is not measured - Oracle's mpstat(1M)/iostat(1M)
+say the I/O wait time "is no longer calculated as a percentage of CPU time, and this statistic
+will always return zero" - so ``cpu_iowait_pct`` is left null there (a zero would tell the
+analysis "the CPUs never waited for the disk").
+
+Time stamps are the host's local time: the date comes from the header line (or from
+``Source.start`` for a bare ``sar -d`` without one), a time earlier than the previous one in
+the same section is the next day, and each row's interval starts at the previous time stamp of
+its section (the section header's time for the first). ``unix restarts`` lines mark reboots.
+A ``sar -d`` section that reaches the end of the file without its ``Average`` block was cut off:
+its last interval may lack devices, so it is dropped (whole intervals only) and a note says so.
+
+Solaris truncates device names to 8 characters (``%-8.8s`` in sar.c): ``sd10.t6.`` is an I/O
+path of ``sd10``; ``sd4,a`` is a partition of ``sd4``.
+
+The helpers :func:`read_lines`, :func:`localize` and :func:`numbers` are shared with the
+Solaris and AIX ``iostat`` importers.
+"""
+
+from __future__ import annotations
+
+import io
+import re
+from collections.abc import Mapping
+from datetime import UTC, date, datetime
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from iogauge.errors import InputFormatError
+from iogauge.importers.base import Source
+from iogauge.importers.io import decode, encoding_of
+from iogauge.model.sampleframe import SampleFrame
+
+NAME = "unix-sar"
+DESCRIPTION = ("sar text of Solaris/illumos, AIX and HP-UX: the sar -d device section, with the "
+               "sar -u CPU figures")
+EXPECTS = ("a 'SunOS|AIX|HP-UX <host> ... MM/DD/YY' header line followed by sar sections "
+           "('HH:MM:SS  %usr %sys ...'), or a bare 'HH:MM:SS device %busy avque r+w/s "
+           "blks/s|Kbs/s avwait avserv' header")
+
+# ---------------------------------------------------------------------------------------------
+# helpers shared with solaris_iostat and aix_iostat
+# ---------------------------------------------------------------------------------------------
+_LINE_SCHEMA = {"line": pl.String()}
+
+
+def read_lines(data: bytes) -> pl.DataFrame:
+    """The input as one row per line: ``line_no`` (1-based, u32) and ``line`` (str, null when
+    blank), trailing blanks and carriage returns removed.
+
+    The whole text is read by polars as one string column (no per-line Python loop); blank
+    lines come back as null, so the row index + 1 is the line number.
+    """
+    if encoding_of(data) != "utf-8":
+        data = decode(data).encode("utf-8")
+    if not data.strip():
+        return pl.DataFrame({"line_no": [], "line": []},
+                            schema={"line_no": pl.UInt32(), "line": pl.String()})
+    df = pl.read_csv(io.BytesIO(data), has_header=False, separator="\x1f", quote_char=None,
+                     new_columns=["line"], schema=_LINE_SCHEMA)
+    line = pl.col("line").str.strip_chars_end(" \t\r\x00")
+    return df.with_row_index("line_no", offset=1).with_columns(
+        pl.when(line.str.len_chars() > 0).then(line).otherwise(None).alias("line"))
+
+
+def ends_with_newline(data: bytes) -> bool:
+    """True if the (decoded) input ends with a line break, i.e. its last line is whole."""
+    if encoding_of(data) != "utf-8":
+        return decode(data).endswith(("\n", "\r"))
+    return data.endswith((b"\n", b"\r"))
+
+
+def localize(naive: pl.Expr, source: Source, *, zone_stated: str | None = None) -> pl.Expr:
+    """Turn naive local date-times into UTC: the user's ``--tz`` zone, else UTC with a note.
+
+    ``zone_stated`` is a zone abbreviation the file printed (``JST``): the abbreviations are
+    ambiguous (IST, CST), so ``--tz`` still decides; without it only UTC/GMT are trusted.
+    """
+    if source.tz is not None:
+        key = source.tz.key
+        return (naive.dt.replace_time_zone(key, ambiguous="earliest", non_existent="null")
+                .dt.convert_time_zone("UTC"))
+    if zone_stated is not None and zone_stated.upper() in ("UTC", "GMT", "UCT", "Z"):
+        return naive.dt.replace_time_zone("UTC")
+    if zone_stated is not None:
+        source.note(f"time stamps carry the zone abbreviation {zone_stated!r}, which does not "
+                    "name one zone; taken as UTC - give the host's zone with --tz")
+    else:
+        source.note("time stamps are the host's local time and the file does not state its "
+                    "zone; taken as UTC - give the host's zone with --tz")
+    return naive.dt.replace_time_zone("UTC")
+
+
+def start_local(source: Source) -> datetime | None:
+    """``Source.start`` as a naive local date-time (an aware value is converted into ``--tz``,
+    or UTC when no zone was given - the zone the local times are then taken in)."""
+    if source.start is None:
+        return None
+    if source.start.tzinfo is None:
+        return source.start
+    zone = source.tz if source.tz is not None else UTC
+    return source.start.astimezone(zone).replace(tzinfo=None)
+
+
+_NUMBER_RE = r"^[+]?(?:\d+\.?\d*|\.\d+)$"
+
+
+def numbers(tokens: pl.Expr) -> pl.Expr:
+    """Tokens as Float64 where they are plain decimal numbers (``12``, ``0.30``, ``.7``); any
+    other token (``-``, ``1.2K``, ``nan``) becomes null so the caller can refuse the line."""
+    return (pl.when(tokens.str.contains(_NUMBER_RE)).then(tokens).otherwise(None)
+            .cast(pl.Float64()))
+
+
+def host_fallback(source: Source) -> str:
+    """``Source.host``, else the file name without its extensions (``sar.txt.gz`` -> ``sar``)."""
+    if source.host:
+        return source.host
+    name = Path(source.path).name
+    return name.split(".")[0] or name
+
+
+def max_int(series: pl.Series, default: int = 0) -> int:
+    """The largest value of an integer series as ``int`` (``default`` when empty/null)."""
+    value = series.max()
+    return int(value) if isinstance(value, int | float) else default
+
+
+def refuse_rows(source: Source, bad: pl.DataFrame) -> None:
+    """Report every row of ``bad`` (columns ``line_no``, ``reason``) through ``bad_line``."""
+    for line_no, reason in bad.select("line_no", "reason").sort("line_no").iter_rows():
+        source.bad_line(int(line_no), str(reason))
+
+
+# ---------------------------------------------------------------------------------------------
+# sniffing
+# ---------------------------------------------------------------------------------------------
+_OS_RE = (r"^\s*(SunOS|AIX|HP-UX)\s+(\S+)\s+(.*?)\s*(\d{1,2})/(\d{1,2})/(\d{2}|\d{4})\s*$")
+_SECTION_HEADER_RE = re.compile(r"^\d{2}:\d{2}:\d{2}\s+\S*[%/]\S*(\s+\S+)*\s*$", re.MULTILINE)
+_BARE_DISK_HEADER_RE = re.compile(
+    r"^\d{2}:\d{2}:\d{2}\s+device\s+%busy\s+avque\s+(r\+w/s\s+)?(blks/s|Kbs/s)\s+avwait\s+"
+    r"avserv\s*$", re.MULTILINE)
+_TIME_RE = r"^\d{1,2}:\d{2}:\d{2}$"
+
+
+def sniff(head: str) -> bool:
+    """A ``SunOS|AIX|HP-UX`` header line among the first lines plus a sar section header, or
+    a bare Solaris/AIX/HP-UX ``sar -d`` header (Linux sysstat says ``DEV tps ...``)."""
+    first = [ln for ln in head.splitlines()[:12] if ln.strip()][:3]
+    has_os = any(re.match(_OS_RE, ln) for ln in first)
+    if has_os and _SECTION_HEADER_RE.search(head):
+        return True
+    return bool(_BARE_DISK_HEADER_RE.search(head))
+
+
+# ---------------------------------------------------------------------------------------------
+# parsing
+# ---------------------------------------------------------------------------------------------
+#: sar -u columns -> SampleFrame host columns.
+_CPU_MAP: Mapping[str, str] = {"%usr": "cpu_user_pct", "%sys": "cpu_system_pct",
+                               "%wio": "cpu_iowait_pct", "%idle": "cpu_idle_pct"}
+
+
+def _year(text: str) -> int:
+    y = int(text)
+    if len(text) == 4:
+        return y
+    # POSIX strptime %y: 69-99 -> 19xx, 00-68 -> 20xx.
+    return 1900 + y if y >= 69 else 2000 + y
+
+
+def _device_kind(os_name: str | None) -> tuple[pl.Expr, pl.Expr]:
+    """(device_kind, parent) expressions for the ``device`` column of ``os_name``."""
+    dev = pl.col("device")
+    if os_name == "AIX":
+        kind = (pl.when(dev.str.contains(r"^(hdisk|hdiskpower|vpath|dlmfdrv)\d+$")).then(
+            pl.lit("disk")).otherwise(pl.lit("other")))
+        return kind, pl.lit(None, dtype=pl.String())
+    if os_name == "HP-UX":
+        kind = (pl.when(dev.str.contains(r"^(disk\d+|c\d+t\d+d\d+)$")).then(pl.lit("disk"))
+                .when(dev.str.contains(r"^disk\d+_p\d+$")).then(pl.lit("partition"))
+                .otherwise(pl.lit("other")))
+        parent = (pl.when(kind == "partition").then(dev.str.extract(r"^(disk\d+)_p\d+$"))
+                  .otherwise(None))
+        return kind, parent
+    # Solaris (and a bare sar -d): kstat instance names. sd/ssd/dad/cmdk/vdc/blkdev are disk
+    # drivers, "sd4,a" a slice of sd4, mdN an SVM metadevice, nfsN a mount, "sd4.t2.m" an I/O
+    # path of sd4 (lun.targetport.controller, truncated), mpt_sas/fp/iscsi/scsi_vhci... HBAs.
+    disk_re = r"^(sd|ssd|dad|cmdk|vdc|blkdev|xdf|nvme|zvblk)\d+"
+    kind = (pl.when(dev.str.contains(disk_re + "$")).then(pl.lit("disk"))
+            .when(dev.str.contains(disk_re + r",[a-z]+$")).then(pl.lit("partition"))
+            .when(dev.str.contains(r"^md\d+$")).then(pl.lit("md"))
+            .when(dev.str.contains(
+                r"^(mpt_sas|mpt|mr_sas|fp|fcp|iscsi|scsi_vhc|ahci|nv_sata|si3124|pmcs|glm|isp|"
+                r"qlc|emlxs|lsimega|aac|ata)\d*$")).then(pl.lit("port"))
+            .otherwise(pl.lit("other")))
+    parent = (pl.when(kind == "partition").then(dev.str.extract(r"^([^,]+),"))
+              .when(dev.str.contains(disk_re + r"\.")).then(dev.str.extract(r"^([^.]+)\."))
+              .otherwise(None))
+    return kind, parent
+
+
+def _disk_measures(cols: list[str], os_name: str | None) -> dict[str, pl.Expr]:
+    """SampleFrame measures from the value columns ``cols`` (header order after ``device``);
+    ``v{i}`` holds the i-th value. See the module docstring for the sources."""
+    idx = {c: i for i, c in enumerate(cols)}
+
+    def v(name: str) -> pl.Expr:
+        return pl.col(f"v{idx[name]}")
+
+    out: dict[str, pl.Expr] = {}
+    if "%busy" in idx:
+        out["util_pct"] = v("%busy")
+    if "avque" in idx:
+        if os_name == "AIX" and "Kbs/s" in idx:
+            out["queue_wait_len"] = v("avque")
+        elif os_name == "AIX":
+            out["active_len"] = v("avque")
+        else:
+            out["aqu_sz"] = v("avque")
+    if "r+w/s" in idx:
+        out["iops"] = v("r+w/s")
+    if "r/s" in idx:
+        out["r_iops"] = v("r/s")
+    if "w/s" in idx:
+        out["w_iops"] = v("w/s")
+    if "blks/s" in idx:
+        out["kBps"] = v("blks/s") / 2.0  # 512-byte blocks -> kB (1 kB = 1024 B)
+    elif "Kbs/s" in idx:
+        out["kBps"] = v("Kbs/s")
+    if "avwait" in idx:
+        out["queue_wait_ms"] = v("avwait")
+    if "avserv" in idx:
+        out["svctm_ms"] = v("avserv")
+    if "avwait" in idx and "avserv" in idx:
+        # await = wait + service: iostat's svc_t = wserv + rserv (illumos iostat.c show_disk),
+        # and sar.c's avwait/avserv are the same two quotients.
+        out["await_ms"] = v("avwait") + v("avserv")
+    return out
+
+
+def _timeline(section: pl.DataFrame, header_time: str, base: date) -> pl.DataFrame:
+    """Per time stamp of a section (``tl`` index 0 = the header): naive local ``ts_local`` with
+    day rollover, and ``interval_s`` since the previous stamp.
+
+    ``section`` holds the section's time-led rows with ``tl`` and ``t0`` (HH:MM:SS)."""
+    stamps = pl.concat([pl.DataFrame({"tl": [0], "t0": [header_time]},
+                                     schema={"tl": pl.UInt32(), "t0": pl.String()}),
+                        section.select(pl.col("tl").cast(pl.UInt32()), "t0")])
+    parts = pl.col("t0").str.split(":")
+    secs = (parts.list.get(0).cast(pl.Int64) * 3600 + parts.list.get(1).cast(pl.Int64) * 60
+            + parts.list.get(2).cast(pl.Int64))
+    return (stamps.with_columns(secs.alias("sod"))
+            .with_columns((pl.col("sod").diff() < 0).fill_null(False).cum_sum().alias("day"))
+            .with_columns((pl.lit(base).cast(pl.Datetime("us"))
+                           + pl.duration(seconds=pl.col("sod") + pl.col("day") * 86400))
+                          .alias("ts_local"))
+            .with_columns((pl.col("ts_local").diff().dt.total_microseconds() / 1e6)
+                          .alias("interval_s"))
+            .select("tl", "ts_local", "interval_s"))
+
+
+def parse(data: bytes, source: Source) -> SampleFrame:
+    """Rows of every ``sar -d`` interval (``Average`` blocks skipped), with the ``sar -u`` CPU
+    columns of the same time stamp; see the module docstring for the mapping."""
+    lines = read_lines(data)
+    if lines.height == 0:
+        raise InputFormatError(source.path, None, "empty file")
+    tok = pl.col("line").str.extract_all(r"\S+")
+    df = lines.with_columns(tok.alias("tok")).with_columns(
+        pl.col("tok").list.len().fill_null(0).alias("n"),
+        pl.col("tok").list.get(0, null_on_oob=True).alias("t0"),
+        pl.col("tok").list.get(1, null_on_oob=True).alias("t1"),
+    )
+    # without a final line break the last line may be cut ("08:40:00   i"): never a header
+    partial = (pl.col("line_no") == lines.height) & pl.lit(not ends_with_newline(data))
+    is_time0 = pl.col("t0").str.contains(_TIME_RE).fill_null(False)
+    restart = is_time0 & pl.col("line").str.contains(r"\sunix\s+restarts").fill_null(False)
+    numeric_after_time = (pl.col("tok").list.slice(1)
+                          .list.eval(pl.element().str.contains(_NUMBER_RE)).list.any())
+    df = df.with_columns(
+        is_time0.alias("is_time0"),
+        restart.alias("restart"),
+        pl.col("line").str.contains(_OS_RE).fill_null(False).alias("is_os"),
+        (is_time0 & (pl.col("n") >= 2) & ~restart & ~numeric_after_time.fill_null(False)
+         & ~partial).alias("is_header"),
+    ).with_columns(
+        pl.col("is_os").cum_sum().alias("os_block"),
+        (pl.col("is_header") | pl.col("is_os")).cum_sum().alias("section"),
+    )
+
+    # --- OS header lines: OS, host, release and date of each block --------------------------
+    os_rows = df.filter(pl.col("is_os")).select(
+        "os_block", pl.col("line").str.extract_groups(_OS_RE).alias("g"))
+    os_info: dict[int, dict[str, Any]] = {}
+    for block, g in os_rows.iter_rows():
+        try:
+            day = date(_year(g["6"]), int(g["4"]), int(g["5"]))
+        except ValueError as exc:
+            raise InputFormatError(source.path, None, f"header date "
+                                   f"{g['4']}/{g['5']}/{g['6']} is not a date") from exc
+        release = (g["3"] or "").split()
+        os_info[int(block)] = {"os": g["1"], "host": g["2"], "date": day,
+                               "release": release[0] if release else ""}
+
+    # --- section headers ----------------------------------------------------------------
+    headers = df.filter(pl.col("is_header")).select(
+        "section", "os_block", "line_no", "t0", pl.col("tok").list.slice(1).alias("cols"))
+    last_section = max_int(df["section"])
+    disk_frames: list[pl.DataFrame] = []
+    cpu_frames: list[pl.DataFrame] = []
+    for section, os_block, hdr_line, hdr_time, hdr_cols in headers.iter_rows():
+        cols = list(hdr_cols)
+        is_disk = "device" in cols and "%busy" in cols and cols[0] == "device"
+        is_cpu = bool(cols) and cols[0] == "%usr" and "%idle" in cols
+        if not (is_disk or is_cpu):
+            continue
+        info = os_info.get(int(os_block))
+        base = _base_date(info, source, int(hdr_line))
+        rows = df.filter((pl.col("section") == section) & ~pl.col("is_header"))
+        if is_disk:
+            frame = _disk_section(rows, cols[1:], hdr_time, base, info, source,
+                                  cut_off=int(section) == last_section)
+            if frame.height:
+                disk_frames.append(frame.with_columns(pl.lit(int(os_block)).alias("os_block")))
+        else:
+            frame = _cpu_section(rows, cols, hdr_time, base, source,
+                                 cut_off=int(section) == last_section and
+                                 not ends_with_newline(data))
+            if frame.height:
+                cpu_frames.append(frame.with_columns(pl.lit(int(os_block)).alias("os_block")))
+
+    if not disk_frames:
+        if headers.filter(pl.col("cols").list.contains("%busy")).height:
+            return SampleFrame.empty()
+        raise InputFormatError(source.path, None, "no sar -d section ('HH:MM:SS device %busy "
+                               "avque r+w/s blks/s avwait avserv') in this sar output")
+    disks = pl.concat(disk_frames, how="diagonal_relaxed")
+    if cpu_frames:
+        cpu = (pl.concat(cpu_frames, how="diagonal_relaxed")
+               .unique(subset=["os_block", "ts_local"], keep="first"))
+        disks = disks.join(cpu, on=["os_block", "ts_local"], how="left")
+    # Solaris 10+ no longer measures %wio (always 0): not measured -> null.
+    sol10 = [b for b, i in os_info.items() if i["os"] == "SunOS" and _release(i) >= (5, 10)]
+    if sol10 and "cpu_iowait_pct" in disks.columns:
+        disks = disks.with_columns(
+            pl.when(pl.col("os_block").is_in(sol10)).then(None)
+            .otherwise(pl.col("cpu_iowait_pct")).alias("cpu_iowait_pct"))
+        source.note("Solaris 10 and later do not measure %wio (sar prints 0): cpu_iowait_pct "
+                    "left null")
+    return _finish(disks, source, os_info)
+
+
+def _release(info: Mapping[str, Any]) -> tuple[int, ...]:
+    parts = re.findall(r"\d+", str(info.get("release", "")))
+    return tuple(int(p) for p in parts[:2]) if parts else (0,)
+
+
+def _base_date(info: Mapping[str, Any] | None, source: Source, line_no: int) -> date:
+    if info is not None:
+        d: date = info["date"]
+        return d
+    start = start_local(source)
+    if start is None:
+        raise InputFormatError(source.path, line_no, "this sar output has no 'SunOS|AIX|HP-UX "
+                               "<host> ... MM/DD/YY' header line, so its times have no date: "
+                               "supply the start date (--start YYYY-MM-DD)")
+    return start.date()
+
+
+def _disk_section(rows: pl.DataFrame, cols: list[str], hdr_time: str, base: date,
+                  info: Mapping[str, Any] | None, source: Source, *,
+                  cut_off: bool) -> pl.DataFrame:
+    """Device rows of one ``sar -d`` section (header excluded), validated and mapped."""
+    nv = len(cols)
+    avg = pl.col("t0") == "Average"
+    conf = pl.col("line").str.contains(r"^\s*System configuration").fill_null(False)
+    rows = rows.with_columns(
+        # the time stamp index: 0 = the header, then one per time-led line
+        pl.col("is_time0").cum_sum().alias("tl"),
+        # which leader (a time or "Average") the row falls under
+        pl.when(pl.col("is_time0")).then(pl.lit("t")).when(avg).then(pl.lit("a"))
+        .otherwise(None).forward_fill().alias("leader"),
+    )
+    has_average = rows.filter(avg).height > 0
+    stamps = rows.filter(pl.col("is_time0"))
+    timeline = _timeline(stamps, hdr_time, base)
+    data = rows.filter((pl.col("n") > 0) & ~conf & ~pl.col("restart")
+                       & ~((pl.col("is_time0")) & (pl.col("n") == 1))
+                       & (pl.col("leader") != "a").fill_null(True))
+    skipped_avg = rows.filter((pl.col("leader") == "a") & (pl.col("n") > 0)).height
+    if skipped_avg:
+        source.note("sar 'Average' blocks are summaries of the whole report: skipped")
+    if rows.filter(pl.col("restart")).height:
+        source.note("'unix restarts' lines mark reboots: the first interval after one starts "
+                    "at the restart time")
+    if cut_off and not has_average and stamps.height:
+        last_tl = max_int(stamps["tl"])
+        last_time = stamps.filter(pl.col("tl") == last_tl)["t0"][0]
+        data = data.filter(pl.col("tl") != last_tl)
+        source.note(f"the sar -d section ends without its Average block: the file was cut "
+                    f"off, and its last interval ({last_time}) was dropped as it may be "
+                    f"incomplete")
+    vals = pl.when(pl.col("is_time0")).then(pl.col("tok").list.slice(1)).otherwise(pl.col("tok"))
+    data = data.with_columns(vals.alias("vals")).with_columns(
+        pl.col("vals").list.get(0, null_on_oob=True).alias("device"),
+        *[numbers(pl.col("vals").list.get(i + 1, null_on_oob=True)).alias(f"v{i}")
+          for i in range(nv)])
+    bad_count = pl.col("vals").list.len() != nv + 1
+    bad_num = pl.any_horizontal([pl.col(f"v{i}").is_null() for i in range(nv)])
+    reason = (pl.when(pl.col("leader").is_null())
+              .then(pl.format("device line before any time stamp: '{}'", pl.col("line")))
+              .when(bad_count)
+              .then(pl.format("sar -d line has {} fields, expected {} (device + {}): '{}'",
+                              pl.col("vals").list.len(), pl.lit(nv + 1),
+                              pl.lit(" ".join(cols)), pl.col("line")))
+              .when(bad_num)
+              .then(pl.format("sar -d values are not all numbers: '{}'", pl.col("line")))
+              .otherwise(None))
+    data = data.with_columns(reason.alias("reason"))
+    refuse_rows(source, data.filter(pl.col("reason").is_not_null()))
+    data = data.filter(pl.col("reason").is_null()).join(timeline, on="tl", how="left")
+    bad_iv = data.filter(~(pl.col("interval_s") > 0))
+    if bad_iv.height:
+        refuse_rows(source, bad_iv.with_columns(
+            pl.format("time stamp does not advance: interval of {} s", pl.col("interval_s"))
+            .alias("reason")))
+        data = data.filter(pl.col("interval_s") > 0)
+    measures = _disk_measures(cols, info["os"] if info else None)
+    kind, parent = _device_kind(info["os"] if info else None)
+    return data.select(
+        "line_no", "device", "ts_local", "interval_s",
+        kind.alias("device_kind"), parent.alias("parent"),
+        *[e.alias(k) for k, e in measures.items()])
+
+
+def _cpu_section(rows: pl.DataFrame, cols: list[str], hdr_time: str, base: date,
+                 source: Source, *, cut_off: bool) -> pl.DataFrame:
+    """``sar -u`` rows of one section as ``ts_local`` + cpu_*_pct columns."""
+    nv = len(cols)
+    avg = pl.col("t0") == "Average"
+    conf = pl.col("line").str.contains(r"^\s*System configuration").fill_null(False)
+    rows = rows.with_columns(pl.col("is_time0").cum_sum().alias("tl"),
+                             pl.when(pl.col("is_time0")).then(pl.lit("t")).when(avg)
+                             .then(pl.lit("a")).otherwise(None).forward_fill().alias("leader"))
+    stamps = rows.filter(pl.col("is_time0"))
+    timeline = _timeline(stamps, hdr_time, base)
+    data = rows.filter(pl.col("is_time0") & ~pl.col("restart") & (pl.col("n") > 1))
+    if cut_off and data.height:
+        data = data.filter(pl.col("line_no") != data["line_no"].max())
+    stray = rows.filter((pl.col("n") > 0) & ~pl.col("is_time0") & ~conf
+                        & (pl.col("leader") != "a").fill_null(True))
+    data = data.with_columns(*[numbers(pl.col("tok").list.get(i + 1, null_on_oob=True))
+                               .alias(f"v{i}") for i in range(nv)])
+    reason = (pl.when(pl.col("n") != nv + 1)
+              .then(pl.format("sar -u line has {} fields, expected {}: '{}'", pl.col("n"),
+                              pl.lit(nv + 1), pl.col("line")))
+              .when(pl.any_horizontal([pl.col(f"v{i}").is_null() for i in range(nv)]))
+              .then(pl.format("sar -u values are not all numbers: '{}'", pl.col("line")))
+              .otherwise(None))
+    data = data.with_columns(reason.alias("reason"))
+    refuse_rows(source, pl.concat([
+        data.filter(pl.col("reason").is_not_null()).select("line_no", "reason"),
+        stray.select("line_no", pl.format("unexpected line in a sar -u section: '{}'",
+                                          pl.col("line")).alias("reason"))]))
+    data = data.filter(pl.col("reason").is_null()).join(timeline, on="tl", how="left")
+    picked = {c: i for i, c in enumerate(cols) if c in _CPU_MAP}
+    return data.select("ts_local", *[pl.col(f"v{i}").alias(_CPU_MAP[c])
+                                     for c, i in picked.items()])
+
+
+def _finish(disks: pl.DataFrame, source: Source, os_info: Mapping[int, Mapping[str, Any]]
+            ) -> SampleFrame:
+    hosts = {b: str(i["host"]) for b, i in os_info.items()}
+    fallback = host_fallback(source)
+    host = (pl.col("os_block").replace_strict(hosts, default=fallback, return_dtype=pl.String())
+            if hosts else pl.lit(fallback))
+    ts = localize(pl.col("ts_local"), source)
+    out = disks.with_columns(host.alias("host"), ts.alias("ts"),
+                             pl.lit(NAME).alias("source"))
+    missing = out.filter(pl.col("ts").is_null())
+    if missing.height:
+        refuse_rows(source, missing.with_columns(pl.lit(
+            f"local time does not exist in zone {source.tz}").alias("reason")))
+        out = out.filter(pl.col("ts").is_not_null())
+    out = out.drop("line_no", "ts_local", "os_block", "reason", strict=False)
+    return SampleFrame(out.sort("ts", "device", maintain_order=True))

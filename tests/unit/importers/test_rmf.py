@@ -1,0 +1,354 @@
+"""rmf: RMF Postprocessor DASD / cache / ESS rank reports built from IBM's layouts and seed 000's
+numbers -- golden values, the volume -> rank links, refusals with file:line, --lenient, cut-off
+files that keep whole intervals, and sniffing."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from pathlib import Path
+from zoneinfo import ZoneInfo
+
+import polars as pl
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from iogauge.errors import InputFormatError
+from iogauge.importers import awr, rmf, statspack
+from iogauge.importers.base import Source
+from iogauge.importers.registry import detect, import_file
+from iogauge.model.sampleframe import SCHEMA
+
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
+BEFORE = FIXTURES / "rmf" / "seed000_before_1rank.txt"
+AFTER = FIXTURES / "rmf" / "seed000_after_2ranks.txt"
+T1 = datetime(2016, 6, 13, 10, 1, tzinfo=UTC)  # end of the 10.00.00 interval (1 minute)
+T2 = datetime(2016, 6, 13, 10, 2, tzinfo=UTC)
+A1 = datetime(2016, 6, 13, 14, 1, tzinfo=UTC)
+DATA_VOLS = [f"DB2D0{i}" for i in range(1, 9)]
+
+
+def parse(path: Path, data: bytes | None = None, **kw: object) -> tuple[pl.DataFrame, Source]:
+    src = Source(path=str(path), **kw)  # type: ignore[arg-type]
+    frame = rmf.parse(path.read_bytes() if data is None else data, src)
+    return frame.df, src
+
+
+def one(df: pl.DataFrame, device: str, ts: datetime) -> dict[str, object]:
+    hit = df.filter((pl.col("device") == device) & (pl.col("ts") == ts))
+    assert hit.height == 1, (device, ts, hit.height)
+    return hit.to_dicts()[0]
+
+
+def line_no(path: Path, text: str, nth: int = 0) -> int:
+    hits = [i for i, line in enumerate(path.read_text().split("\n"), 1) if text in line]
+    return hits[nth]
+
+
+# ---------------------------------------------------------------------------------------------
+# golden values (the fixture lines are quoted next to the assertions)
+# ---------------------------------------------------------------------------------------------
+def test_before_shape_and_identity() -> None:
+    df, src = parse(BEFORE)
+    # per interval: 12 volumes, LCU 0040 and 0041, SSID 4000, rank 0000 and its pool
+    assert df.height == 34
+    assert sorted(df["ts"].unique().to_list()) == [T1, T2]
+    assert set(df["interval_s"]) == {60.0}
+    assert set(df["host"]) == {"SYSA"} and set(df["source"]) == {"rmf"}
+    kinds = df.filter(pl.col("ts") == T1).group_by("device_kind").len().sort("device_kind")
+    assert kinds.rows() == [("lcu", 3), ("other", 1), ("rank", 1), ("volume", 12)]
+    assert not df["since_boot"].any() and not df["reset"].any()
+    assert any("CHANNEL PATH ACTIVITY" in n for n in src.notes)
+    assert any("assumed UTC" in n for n in src.notes)
+    assert src.skipped == 0
+
+
+def test_dasd_volume_merged_with_cache_rows() -> None:
+    df, _ = parse(BEFORE)
+    r = one(df, "DB2D01", T1)
+    # " SGDB2    9000  33909    30051  DB2D01  8*  0040  1294.064 1.49 .000 .020 .000 .000
+    #   .145 .600 .745 12.05 21.76 ..."
+    assert r["iops"] == 1294.064
+    assert r["await_ms"] == 1.49
+    assert (r["iosq_ms"], r["pend_ms"], r["disc_ms"], r["conn_ms"]) == (0.0, 0.145, 0.6, 0.745)
+    assert r["util_pct"] == 21.76
+    # cache device page: "TOTAL  47806  796.8 ... 35682  594.7", "SEQUENTIAL ... 786.4 ...
+    # 592.1", "TOTAL H/R  0.998"
+    assert (r["r_iops"], r["w_iops"]) == (796.8, 594.7)
+    assert (r["seq_read_ps"], r["seq_write_ps"]) == (786.4, 592.1)
+    assert r["cache_hit_pct"] == 99.8
+    assert r["device_kind"] == "volume"
+    assert r["parent"] == "RANK:0000@ABCD1"  # XTNT POOL 0000 holds the one rank 0000
+    # no device-level cache page for DB2D02: the device overview gives the hit ratio only
+    r2 = one(df, "DB2D02", T1)
+    assert r2["iops"] == 1273.945 and r2["cache_hit_pct"] == 99.8
+    assert r2["r_iops"] is None and r2["seq_read_ps"] is None
+    # SYSRES is on LCU 0041, which no cache/ESS report covers: its parent is the LCU
+    r3 = one(df, "SYSRES", T1)
+    assert (r3["iops"], r3["await_ms"], r3["parent"]) == (2.35, 0.25, "LCU:0041")
+    assert r3["cache_hit_pct"] is None
+
+
+def test_lcu_and_ssid_rows() -> None:
+    df, _ = parse(BEFORE)
+    lcu = one(df, "LCU:0040", T1)
+    # "LCU  0040  9986.600 1.50 .000 .020 .000 .000 .145 .607 .743  9.29 16.87 ..."
+    assert (lcu["iops"], lcu["await_ms"], lcu["disc_ms"], lcu["util_pct"]) == (
+        9986.6, 1.5, 0.607, 16.87)
+    assert (lcu["device_kind"], lcu["parent"]) == ("lcu", None)
+    ssid = one(df, "SSID:4000", T1)
+    # "SEQUENTIAL 362907 6048.5 ... 273259 4554.3", "TOTAL 367719 6128.7 ... 276425 4607.1"
+    assert (ssid["seq_read_ps"], ssid["seq_write_ps"]) == (6048.5, 4554.3)
+    assert (ssid["r_iops"], ssid["w_iops"]) == (6128.7, 4607.1)
+    assert ssid["cache_hit_pct"] == 99.8
+    assert ssid["iops"] is None  # the cache report prints counts, not a total rate
+
+
+def test_ess_rank_and_pool() -> None:
+    df, _ = parse(BEFORE)
+    rank = one(df, "RANK:0000@ABCD1", T1)
+    # "0000 CKD 1Gb 0000 0000  3726.6  56.0K  203.8M  6.3  1906.4  128.0K  238.3M  141.4"
+    assert (rank["r_iops"], rank["w_iops"]) == (3726.6, 1906.4)
+    assert rank["r_kBps"] == 203.8 * 1024 and rank["w_kBps"] == 238.3 * 1024
+    assert (rank["r_areq_kB"], rank["w_areq_kB"]) == (56.0, 128.0)
+    assert (rank["r_await_ms"], rank["w_await_ms"]) == (6.3, 141.4)
+    assert (rank["device_kind"], rank["parent"]) == ("rank", "POOL:0000@ABCD1")
+    pool = one(df, "POOL:0000@ABCD1", T1)
+    assert pool["device_kind"] == "other" and pool["r_kBps"] == rank["r_kBps"]
+    # the second interval's rank line: "... 201.9M  6.4  1894.4 128.0K  236.8M  139.8"
+    r2 = one(df, "RANK:0000@ABCD1", T2)
+    assert (r2["r_kBps"], r2["w_await_ms"]) == (201.9 * 1024, 139.8)
+
+
+def test_seed000_conclusion_is_reachable_before_and_after() -> None:
+    """The numbers seed 000 reasons with come out of the frames unchanged."""
+    before, _ = parse(BEFORE)
+    after, _ = parse(AFTER)
+    b1 = before.filter(pl.col("ts") == T1)
+    # volume response 1.5 ms (DB2 data volumes), ~100 % hits, 57 % / 43 % sequential R/W
+    vols = b1.filter(pl.col("device").is_in(DATA_VOLS))
+    assert vols["await_ms"].min() == 1.49 and vols["await_ms"].max() == 1.51
+    ssid = one(before, "SSID:4000", T1)
+    seq_r, seq_w = ssid["seq_read_ps"], ssid["seq_write_ps"]
+    assert isinstance(seq_r, float) and isinstance(seq_w, float)
+    assert round(100 * seq_r / (seq_r + seq_w)) == 57  # 362,907 vs 273,259 per minute
+    # rank 203.8 + 238.3 MB/s ~ 440 MB/s, write RTIME/OP 141.4 ms
+    rank = b1.filter(pl.col("device_kind") == "rank")
+    assert rank.height == 1
+    mbps = (rank["r_kBps"] + rank["w_kBps"]).item() / 1024
+    assert mbps == pytest.approx(442.1)
+    # after moving half the data to a second rank: 0.6 ms and 268.5 + 306.6 MB/s
+    a1 = after.filter(pl.col("ts") == A1)
+    avols = a1.filter(pl.col("device").is_in(DATA_VOLS))
+    assert avols["await_ms"].min() == 0.59 and avols["await_ms"].max() == 0.61
+    ranks = a1.filter(pl.col("device_kind") == "rank")
+    assert ranks["device"].to_list() == ["RANK:0000@ABCD1", "RANK:0001@ABCD1"]
+    assert ranks["r_kBps"].sum() / 1024 == pytest.approx(268.5)
+    assert ranks["w_kBps"].sum() / 1024 == pytest.approx(306.6)
+    assert ranks["w_await_ms"].to_list() == [38.2, 37.5]
+    # volumes follow their extent pool to their rank
+    parents = dict(avols.select("device", "parent").iter_rows())
+    assert {parents[v] for v in DATA_VOLS[:4]} == {"RANK:0000@ABCD1"}
+    assert {parents[v] for v in DATA_VOLS[4:]} == {"RANK:0001@ABCD1"}
+    assert one(after, "DB2D05", A1)["await_ms"] == 0.6
+
+
+def test_zone_from_tz_option() -> None:
+    df, src = parse(BEFORE, tz=ZoneInfo("Asia/Tokyo"))
+    # TIME 10.00.00 JST + 1 minute = 01:01 UTC
+    assert sorted(df["ts"].unique().to_list()) == [datetime(2016, 6, 13, 1, 1, tzinfo=UTC),
+                                                   datetime(2016, 6, 13, 1, 2, tzinfo=UTC)]
+    assert not any("assumed UTC" in n for n in src.notes)
+
+
+def test_interval_with_milliseconds_and_dasd_header_wins() -> None:
+    # the DASD page measured 14:59.996 (the usual 15-minute RMF interval); the cache and
+    # ESS pages of the same start time say 15.00.000 -- the merged rows follow the DASD one
+    text = BEFORE.read_text().replace("INTERVAL 01.00.000", "INTERVAL 15.00.000")
+    at = text.index("INTERVAL 15.00.000", text.index("D I R E C T"))
+    text = text[:at] + "INTERVAL 14.59.996" + text[at + len("INTERVAL 15.00.000"):]
+    df, _ = parse(BEFORE, text.encode())
+    r = one(df, "DB2D01", datetime(2016, 6, 13, 10, 14, 59, 996000, tzinfo=UTC))
+    assert r["interval_s"] == 899.996
+    assert one(df, "RANK:0000@ABCD1", datetime(2016, 6, 13, 10, 14, 59, 996000,
+                                                tzinfo=UTC))["interval_s"] == 899.996
+
+
+def test_without_asa_carriage_control() -> None:
+    """A report transferred without its carriage-control column parses the same."""
+    text = BEFORE.read_text()
+    stripped = "\n".join(line[1:] for line in text.split("\n"))
+    df, _ = parse(BEFORE, stripped.encode())
+    full, _ = parse(BEFORE)
+    assert df.equals(full)
+
+
+def test_registry_detects_and_imports() -> None:
+    result = import_file(BEFORE)
+    assert result.format == "rmf" and result.detected
+    assert len(result.frame) == 34 and len(result.waits) == 0
+
+
+# ---------------------------------------------------------------------------------------------
+# sniffing
+# ---------------------------------------------------------------------------------------------
+def test_sniff_accepts_own_fixtures_only() -> None:
+    for path in sorted(FIXTURES.rglob("*")):
+        if not path.is_file() or path.name == "NOTICE" or path.suffix in (".py", ".json", ".md"):
+            continue
+        head = path.read_bytes()[:65536].decode("utf-8", errors="replace")
+        assert rmf.sniff(head) == (path.parent.name == "rmf"), path
+        if path.parent.name == "rmf":
+            assert not statspack.sniff(head) and not awr.sniff(head)
+            assert detect(path.read_bytes()[:65536], str(path)) == "rmf"
+
+
+def test_sniff_needs_header_and_title() -> None:
+    assert rmf.sniff("1  D I R E C T   A C C E S S   D E V I C E   A C T I V I T Y\n"
+                     " z/OS V2R4  SYSTEM ID SYS1\n RPT VERSION V2R4 RMF  TIME 08.50.00\n")
+    assert rmf.sniff("E S S   R A N K   S T A T I S T I C S\n z/OS V2R4 ... RMF\n")
+    assert not rmf.sniff("DIRECT ACCESS DEVICE ACTIVITY without the system header\n")
+    assert not rmf.sniff("z/OS V2R4 RMF  CPU ACTIVITY\n")
+
+
+# ---------------------------------------------------------------------------------------------
+# refusals and --lenient
+# ---------------------------------------------------------------------------------------------
+def corrupt(old: str, new: str, nth: int = 0) -> bytes:
+    text = BEFORE.read_text()
+    idx = -1
+    for _ in range(nth + 1):
+        idx = text.index(old, idx + 1)
+    return (text[:idx] + new + text[idx + len(old):]).encode()
+
+
+def test_bad_dasd_value_names_file_line_and_column() -> None:
+    data = corrupt("1294.064 1.49", "1294.064 1.4x")
+    with pytest.raises(InputFormatError) as exc:
+        parse(BEFORE, data)
+    assert exc.value.line_no == line_no(BEFORE, "DB2D01  8*  0040")
+    assert "RESP TIME" in exc.value.reason and "'1.4x'" in exc.value.reason
+    assert str(exc.value).startswith(f"{BEFORE}:{exc.value.line_no}: ")
+
+
+def test_lenient_skips_and_counts_bad_lines() -> None:
+    data = corrupt("1294.064 1.49", "1294.064 1.4x")  # DASD line of DB2D01, interval 1
+    data = data.replace(b"203.8M", b"203.8X", 1)  # ESS rank line, interval 1
+    data = data.replace(b"DB2D03   9002 0000    12.6", b"DB2D03   9002 0000    12.6 9", 1)
+    df, src = parse(BEFORE, data, lenient=True)
+    assert src.skipped == 3
+    assert [e.split(":")[0] for e in src.skipped_examples] == [
+        f"line {line_no(BEFORE, 'DB2D01  8*  0040')}",
+        f"line {line_no(BEFORE, 'DB2D03   9002 0000')}",
+        f"line {line_no(BEFORE, '0000 CKD 1Gb 0000 0000')}"]
+    assert "READ BYTES/SEC" in src.skipped_examples[2]
+    # the rest is kept: DB2D01 still has its cache values, the rank survives in interval 2
+    r = one(df, "DB2D01", T1)
+    assert r["iops"] is None and r["r_iops"] == 796.8
+    assert one(df, "DB2D03", T1)["cache_hit_pct"] is None
+    assert df.filter(pl.col("device_kind") == "rank")["ts"].to_list() == [T2]
+    assert one(df, "POOL:0000@ABCD1", T1)["r_kBps"] == 203.8 * 1024
+
+
+@pytest.mark.parametrize(("old", "new", "where", "reason"), [
+    ("SEQUENTIAL          362907   6048.5", "SEQUENTIAL          362907", "SEQUENTIAL          362",
+     "has 12 values, expected 13"),
+    ("TOTAL H/R         0.998", "TOTAL H/R         1.998", "TOTAL               367719",
+     "not a hit ratio"),
+    ("0000 CKD 1Gb 0000 0000", "0000 CKD 1Gb 00G0 0000", "0000 CKD 1Gb 0000 0000",
+     "RRID '00G0'"),
+    ("LCU  0040  9986.600", "LCU  00x0  9986.600", "LCU  0040  9986.600", "expected 'LCU nnnn'"),
+    ("DB2D02  8*  0040", "DB2D01  8*  0040", "DB2D02  8*  0040", "appears twice"),
+])
+def test_refusals(old: str, new: str, where: str, reason: str) -> None:
+    with pytest.raises(InputFormatError) as exc:
+        parse(BEFORE, corrupt(old, new))
+    assert exc.value.line_no == line_no(BEFORE, where)
+    assert reason in exc.value.reason
+
+
+def test_text_before_first_page_is_refused() -> None:
+    with pytest.raises(InputFormatError) as exc:
+        parse(BEFORE, b"JES2 JOB LOG\n" + BEFORE.read_bytes())
+    assert exc.value.line_no == 1
+
+
+# ---------------------------------------------------------------------------------------------
+# cut-off files keep whole intervals
+# ---------------------------------------------------------------------------------------------
+def interval(df: pl.DataFrame, ts: datetime) -> pl.DataFrame:
+    return df.filter(pl.col("ts") == ts).sort("device")
+
+
+def test_cut_inside_a_line_drops_that_interval() -> None:
+    data = BEFORE.read_bytes()
+    cut = data.index(b"236.8M")  # interval 2's ESS rank line
+    df, src = parse(BEFORE, data[:cut])
+    full, _ = parse(BEFORE)
+    assert df["ts"].unique().to_list() == [T1]
+    assert interval(df, T1).equals(interval(full, T1))
+    assert any("ends inside a line" in n and "10.01.00" in n for n in src.notes)
+
+
+def test_clean_cut_inside_a_table_drops_that_interval() -> None:
+    data = BEFORE.read_bytes()
+    pool2 = data.rindex(b"              POOL ")  # interval 2: the rank is read, POOL is not
+    df, src = parse(BEFORE, data[:pool2])
+    assert df["ts"].unique().to_list() == [T1]
+    assert any("ends inside a report page" in n for n in src.notes)
+
+
+def test_clean_cut_between_pages_drops_an_interval_missing_reports() -> None:
+    data = BEFORE.read_bytes()
+    title = data.index(b"C A C H E   S U B S Y S T E M", data.index(b"TIME 10.01.00"))
+    cache2 = data.rindex(b"\n", 0, title) + 1
+    df, src = parse(BEFORE, data[:cache2])  # interval 2 has its DASD page only
+    assert df["ts"].unique().to_list() == [T1]
+    assert any("lacks the CACHE DEVICE ACTIVITY, CACHE SUBSYSTEM ACTIVITY, ESS RANK "
+               "STATISTICS report(s)" in n for n in src.notes)
+
+
+def test_clean_cut_between_lines_drops_an_interval_missing_devices() -> None:
+    data = AFTER.read_bytes()
+    # interval 2's ESS page ends cleanly after pool 0000; pool 0001 and its rank are missing
+    pool1 = data.rindex(b" 0001 CKD 1Gb 0001 0001")
+    df, src = parse(AFTER, data[:pool1])
+    assert df["ts"].unique().to_list() == [A1]
+    assert any("lacks 2 device line(s) (e.g. POOL:0001@ABCD1 in the ESS rank statistics "
+               "report)" in n for n in src.notes)
+
+
+def test_cut_in_a_page_header_drops_the_interval_it_belongs_to() -> None:
+    data = BEFORE.read_bytes()
+    ess2 = data.rindex(b"E S S   R A N K")
+    df, src = parse(BEFORE, data[:ess2 + 300])  # interval 2's ESS header, before TIME
+    assert df["ts"].unique().to_list() == [T1]
+    assert any("dropped the whole interval starting 06/13/2016 10.01.00" in n
+               for n in src.notes)
+
+
+# "parent" may be coarser in a cut file: a volume's rank is known from the ESS page, and a file
+# cut exactly at the end of an earlier page of its only interval links the volume to its pool
+COMPARED = [c for c in SCHEMA if c != "parent"]
+RAW = BEFORE.read_bytes()
+FULL = rmf.parse(RAW, Source(path=str(BEFORE))).df
+# the first byte of interval 2 (its DASD page title line)
+SECOND = RAW.rindex(b"\n", 0, RAW.index(b"D I R E C T", RAW.index(b"E S S"))) + 1
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.integers(min_value=0, max_value=len(RAW)))
+def test_any_cut_keeps_only_true_values(k: int) -> None:
+    """Wherever the file is cut, parsing does not fail, no row carries a value the whole file
+    does not have, interval 2 is complete or absent, and interval 1 is complete once the cut
+    lies beyond it."""
+    df, _ = parse(BEFORE, RAW[:k])
+    for row in df.to_dicts():
+        ref = one(FULL, str(row["device"]), row["ts"])  # type: ignore[arg-type]
+        for col in COMPARED:
+            if row[col] is not None:
+                assert row[col] == ref[col], (k, row["device"], col)
+    if T2 in df["ts"].to_list():
+        assert interval(df, T2).equals(interval(FULL, T2)), k
+    if k >= SECOND:
+        assert interval(df, T1).equals(interval(FULL, T1)), k

@@ -1,0 +1,351 @@
+"""sadf -d / sadf -j importer and the binary sa importer (which runs this machine's sadf).
+
+The 12.6.1 fixtures are exports of one sa file, tests/fixtures/sa/sysstat12.6.1-disk-restart.sa
+(two stretches of four 1-second intervals around a LINUX RESTART, 4 devices); every export
+must give the same rows as the sar text of that file.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from datetime import UTC, datetime
+from pathlib import Path
+from zoneinfo import ZoneInfo
+
+import polars as pl
+import pytest
+
+from iogauge.errors import InputFormatError, IogaugeError
+from iogauge.importers import sa_binary, sadf, sar_text
+from iogauge.importers.base import Source
+from iogauge.importers.registry import detect, import_file
+from iogauge.model.sampleframe import SampleFrame
+
+FIX = Path(__file__).resolve().parents[2] / "fixtures"
+SADF = FIX / "sadf"
+SA = FIX / "sa"
+V12 = "sysstat12.6.1"
+DEV = ["device", "device_kind", "ts", "interval_s", "iops", "r_kBps", "w_kBps", "d_kBps",
+       "areq_kB", "aqu_sz", "await_ms", "svctm_ms", "util_pct"]
+CPU = ["cpu_user_pct", "cpu_nice_pct", "cpu_system_pct", "cpu_iowait_pct", "cpu_steal_pct",
+       "cpu_idle_pct"]
+needs_sadf = pytest.mark.skipif(sa_binary.find_sadf() is None,
+                                reason="needs sadf (package sysstat) on PATH")
+
+
+def load(name: str, **kw: object) -> tuple[SampleFrame, Source]:
+    src = Source(path=str(SADF / name), **kw)  # type: ignore[arg-type]
+    return sadf.parse((SADF / name).read_bytes(), src), src
+
+
+def parse_bytes(data: bytes, **kw: object) -> tuple[SampleFrame, Source]:
+    src = Source(path="mem", **kw)  # type: ignore[arg-type]
+    return sadf.parse(data, src), src
+
+
+def sar_reference() -> SampleFrame:
+    path = FIX / "sar" / f"{V12}-sar-u-d-restart.txt"
+    return sar_text.parse(path.read_bytes(), Source(path=str(path)))
+
+
+def same(a: SampleFrame, b: SampleFrame, cols: list[str]) -> bool:
+    return a.df.sort("ts", "device").select(cols).equals(b.df.sort("ts", "device").select(cols))
+
+
+def row(frame: SampleFrame, device: str, ts: str) -> dict[str, object]:
+    t = datetime.fromisoformat(ts).replace(tzinfo=UTC)
+    hit = frame.df.filter((pl.col("device") == device) & (pl.col("ts") == t))
+    assert hit.height == 1
+    return hit.to_dicts()[0]
+
+
+# ---- sniffing -----------------------------------------------------------------------------
+
+
+def test_sniff_accepts_sadf_exports() -> None:
+    for f in sorted(SADF.iterdir()):
+        assert sadf.sniff(f.read_text(encoding="utf-8")[:65536]), f.name
+        assert detect(f.read_bytes()[:65536], str(f)) == "sadf", f.name
+
+
+# iostat -o JSON (sysstat 12.6 on this VM; the PerfKitBenchmarker capture has a string
+# timestamp): another engineer's format, never sadf's.
+_IOSTAT_JSON = ('{"sysstat": {\n\t"hosts": [\n\t\t{\n\t\t\t"nodename": "vm",\n\t\t\t"sysname": '
+                '"Linux",\n\t\t\t"date": "11/22/26",\n\t\t\t"statistics": [\n\t\t\t\t{\n'
+                '\t\t\t\t\t"timestamp": "2024-03-14T17:53:14-0700",\n\t\t\t\t\t"disk": [\n'
+                '\t\t\t\t\t\t{"disk_device": "vda", "tps": 1.0}\n\t\t\t\t\t]\n\t\t\t\t}\n'
+                '\t\t\t]\n\t\t}\n\t]\n}}\n')
+
+
+@pytest.mark.parametrize("head", [
+    _IOSTAT_JSON,
+    _IOSTAT_JSON.replace('"timestamp": "2024-03-14T17:53:14-0700",\n', ""),
+    "Linux 6.1.0 (box) \t11/22/26 \t_x86_64_\t(2 CPU)\n\n10:00:00 DEV tps\n",
+    "hostname;interval;timestamp;DEV\n",
+    "vm;1;2026-11-22 10:49:25 UTC;vda;1.00\n",
+    "",
+])
+def test_sniff_refuses_other_formats(head: str) -> None:
+    assert not sadf.sniff(head)
+
+
+def test_sniff_refuses_other_formats_fixtures() -> None:
+    mine = {"sar", "sa", "sadf"}
+    for d in FIX.iterdir():
+        if d.is_dir() and d.name not in mine:
+            for f in d.rglob("*"):
+                if f.is_file():
+                    head = f.read_bytes()[:65536].decode("utf-8", errors="replace")
+                    assert not sadf.sniff(head), f"sadf sniffer accepted {f}"
+
+
+# ---- sadf -d -----------------------------------------------------------------------------
+
+
+def test_csv_golden_values() -> None:
+    frame, src = load(f"{V12}-sadf-d-u.csv")
+    assert len(frame) == 32 and set(frame.df["source"]) == {"sadf"}
+    # 'vm;1;2026-11-22 11:03:37 UTC;vda;10239.00;128464.00;131220.00;131092.00;38.17;0.47;
+    # 0.05;43.20', the first interval after the LINUX-RESTART record
+    r = row(frame, "vda", "2026-11-22T11:03:37")
+    assert (r["host"], r["interval_s"], r["iops"], r["r_kBps"], r["w_kBps"], r["d_kBps"]) == (
+        "vm", 1.0, 10239.0, 128464.0, 131220.0, 131092.0)
+    assert (r["areq_kB"], r["aqu_sz"], r["await_ms"], r["util_pct"], r["svctm_ms"]) == (
+        38.17, 0.47, 0.05, 43.2, None)
+    # CPU -1 (all): '60.61;0.00;28.79;9.60;0.00;1.01'
+    assert (r["cpu_user_pct"], r["cpu_system_pct"], r["cpu_iowait_pct"],
+            r["cpu_idle_pct"]) == (60.61, 28.79, 9.6, 1.01)
+    assert any("LINUX-RESTART" in n for n in src.notes)
+    assert same(frame, sar_reference(), DEV + CPU)
+
+
+def test_csv_epoch_stamps_decimal_commas_and_cpu_all() -> None:
+    frame, _ = load(f"{V12}-sadf-d-U-uALL-de_DE.csv")  # 'vm;1;1795345411;loop0;579,00;...'
+    assert same(frame, sar_reference(), DEV + CPU)  # %sys+%irq+%soft = plain %system here
+
+
+def test_csv_sysstat_10_layout() -> None:
+    frame, src = load("handbuilt-sysstat10-sadf-d.csv")
+    assert len(frame) == 10
+    # 'dev8-16;13.52;580.18;56.83;47.10;0.11;8.28;3.27;4.42': sectors halve to kB
+    r = row(frame, "dev8-16", "2016-03-28T09:20:01")
+    assert (r["interval_s"], r["iops"], r["r_kBps"], r["w_kBps"], r["areq_kB"]) == (
+        600.0, 13.52, 290.09, 28.415, 23.55)
+    assert (r["aqu_sz"], r["await_ms"], r["svctm_ms"], r["util_pct"]) == (0.11, 8.28, 3.27,
+                                                                          4.42)
+    assert (r["cpu_user_pct"], r["cpu_system_pct"], r["cpu_iowait_pct"]) == (0.01, 0.02, 0.08)
+    assert r["host"] == "hostname.example.com" and r["device_kind"] == "disk"
+    assert any("LINUX-RESTART" in n for n in src.notes)
+
+
+def test_csv_local_time_stamps_use_tz() -> None:
+    text = (SADF / f"{V12}-sadf-d-u.csv").read_text(encoding="utf-8").replace(" UTC;", ";")
+    text = text.replace("2026-11-22 11:", "2026-11-22 20:")  # as 'sadf -T' prints in Tokyo
+    frame, _ = parse_bytes(text.encode(), tz=ZoneInfo("Asia/Tokyo"))
+    assert same(frame, sar_reference(), DEV)
+    frame, src = parse_bytes(text.encode())
+    assert frame.df["ts"].min() == datetime(2026, 11, 22, 20, 3, 31, tzinfo=UTC)
+    assert any("assumed UTC" in n for n in src.notes)
+
+
+def test_csv_cut_mid_line_keeps_whole_intervals() -> None:
+    data = (SADF / f"{V12}-sadf-d-u.csv").read_bytes()
+    cut = data.index(b"vm;1;2026-11-22 11:03:39 UTC;loop2;") + 20
+    frame, src = parse_bytes(data[:cut])
+    assert frame.df.group_by("ts").len()["len"].to_list() == [4] * 6
+    assert any("partial interval" in n for n in src.notes)
+    cut = data.index(b"vm;1;2026-11-22 11:03:39 UTC;loop0;") + 5  # a new interval's first row
+    frame, src = parse_bytes(data[:cut])
+    assert len(frame) == 24  # 11:03:38 lists its 4 devices: whole, kept
+    assert not any("partial interval" in n for n in src.notes)
+    cut = data.index(b"vm;1;2026-11-22 11:03:39 UTC;vda;") + 5
+    frame, src = parse_bytes(data[:cut])
+    assert len(frame) == 24  # 3 of 4 devices of 11:03:39: dropped
+    assert any("partial interval" in n for n in src.notes)
+
+
+_CSV_LINE = b"vm;1;2026-11-22 11:03:37 UTC;vda;10239.00;"
+
+
+@pytest.mark.parametrize(("old", "new", "reason"), [
+    (_CSV_LINE, b"vm;1;2026-11-22 11:03:37 UTC;vda;1O239.00;",
+     "column 'tps' is not a number: '1O239.00'"),
+    (_CSV_LINE, b"vm;1;2026-11-22 11:03:37 UTC;vda;",
+     "11 fields where the header at line 29 has 12"),
+    (_CSV_LINE, b"vm;1;yesterday;vda;10239.00;",
+     "timestamp 'yesterday' is not 'YYYY-MM-DD HH:MM:SS [UTC]' or epoch seconds"),
+    (_CSV_LINE, b"vm;0;2026-11-22 11:03:37 UTC;vda;10239.00;", "interval 0 s is not positive"),
+])
+def test_csv_bad_rows(old: bytes, new: bytes, reason: str) -> None:
+    data = (SADF / f"{V12}-sadf-d-u.csv").read_bytes()
+    line = data[:data.index(old)].count(b"\n") + 1
+    bad = data.replace(old, new, 1)
+    with pytest.raises(InputFormatError) as exc:
+        parse_bytes(bad)
+    assert (exc.value.path, exc.value.line_no, exc.value.reason) == ("mem", line, reason)
+    frame, src = parse_bytes(bad, lenient=True)
+    assert (len(frame), src.skipped) == (31, 1)
+
+
+def test_csv_horizontal_layout_is_refused() -> None:
+    text = ("# hostname;interval;timestamp;DEV;tps;rkB/s[...]\n"
+            "vm;1;2026-11-22 10:49:41 UTC;loop0;0.00;0.00;vda;1.00;2.00\n")
+    with pytest.raises(InputFormatError, match="sadf -dh"):
+        parse_bytes(text.encode())
+
+
+def test_csv_without_disk_activity() -> None:
+    text = ("# hostname;interval;timestamp;CPU;%user;%nice;%system;%iowait;%steal;%idle\n"
+            "vm;1;2026-11-22 10:49:41 UTC;-1;0.00;0.00;1.00;0.00;0.00;99.00\n")
+    with pytest.raises(InputFormatError, match="no disk activity"):
+        parse_bytes(text.encode())
+
+
+# ---- sadf -j -----------------------------------------------------------------------------
+
+
+def test_json_matches_csv_and_sar() -> None:
+    frame, src = load(f"{V12}-sadf-j-uALL.json")
+    assert len(frame) == 32
+    assert same(frame, sar_reference(), DEV + CPU)
+    r = row(frame, "loop0", "2026-11-22T11:03:32")  # "tps": 1000.00, "rkB": 1976.00
+    assert (r["iops"], r["r_kBps"], r["util_pct"], r["device_kind"]) == (1000.0, 1976.0,
+                                                                         100.4, "loop")
+    assert any("restart record" in n for n in src.notes)
+
+
+def test_json_local_times() -> None:
+    frame, _ = load(f"{V12}-sadf-j-T-Tokyo.json", tz=ZoneInfo("Asia/Tokyo"))  # "utc": 0
+    assert same(frame, sar_reference(), DEV + CPU)
+    frame, src = load(f"{V12}-sadf-j-T-Tokyo.json")
+    assert frame.df["ts"].min() == datetime(2026, 11, 22, 20, 3, 31, tzinfo=UTC)
+    assert any("assumed UTC" in n for n in src.notes)
+
+
+def test_json_any_layout() -> None:
+    doc = json.loads((SADF / f"{V12}-sadf-j-uALL.json").read_text(encoding="utf-8"))
+    frame, _ = parse_bytes(json.dumps(doc, indent=2).encode())  # as jq would print it
+    assert same(frame, sar_reference(), DEV + CPU)
+    frame, _ = parse_bytes(json.dumps(doc).encode())
+    assert same(frame, sar_reference(), DEV + CPU)
+
+
+def test_json_sysstat_10_keys() -> None:
+    stat = ('\t\t\t\t{\n\t\t\t\t\t"timestamp": {"date": "2016-03-28", "time": "09:20:01", '
+            '"utc": 1, "interval": 600},\n\t\t\t\t\t"cpu-load-all": [\n\t\t\t\t\t\t{"cpu": '
+            '"all", "usr": 0.01, "nice": 0.00, "sys": 0.02, "iowait": 0.08, "steal": 0.00, '
+            '"irq": 0.00, "soft": 0.00, "guest": 0.02, "gnice": 0.00, "idle": 99.86}\n'
+            '\t\t\t\t\t],\n\t\t\t\t\t"disk": [\n\t\t\t\t\t\t{"disk-device": "dev8-16", '
+            '"tps": 13.52, "rd_sec": 580.18, "wr_sec": 56.83, "avgrq-sz": 47.10, '
+            '"avgqu-sz": 0.11, "await": 8.28, "svctm": 3.27, "util-percent": 4.42}\n'
+            '\t\t\t\t\t]\n\t\t\t\t}\n')
+    doc = ('{"sysstat": {\n\t"hosts": [\n\t\t{\n\t\t\t"nodename": "rhel7",\n\t\t\t'
+           '"file-date": "2016-03-28",\n\t\t\t"statistics": [\n' + stat +
+           '\t\t\t],\n\t\t\t"restarts": [\n\t\t\t]\n\t\t}\n\t]\n}}\n')
+    assert sadf.sniff(doc)
+    frame, _ = parse_bytes(doc.encode())
+    r = frame.to_dicts()[0]
+    assert (r["host"], r["device"], r["interval_s"], r["iops"], r["r_kBps"], r["w_kBps"],
+            r["areq_kB"], r["aqu_sz"], r["svctm_ms"], r["util_pct"]) == (
+        "rhel7", "dev8-16", 600.0, 13.52, 290.09, 28.415, 23.55, 0.11, 3.27, 4.42)
+    assert (r["cpu_user_pct"], r["cpu_system_pct"], r["d_kBps"]) == (0.01, 0.02, None)
+
+
+def test_json_cut_off_keeps_whole_intervals() -> None:
+    data = (SADF / f"{V12}-sadf-j-uALL.json").read_bytes()
+    cut = data.index(b'"time": "11:03:39"')
+    cut = data.index(b'"disk-device": "loop2"', cut) + 10  # inside the loop2 object
+    frame, src = parse_bytes(data[:cut])
+    assert frame.df.group_by("ts").len()["len"].to_list() == [4] * 6
+    assert frame.df["ts"].max() == datetime(2026, 11, 22, 11, 3, 38, tzinfo=UTC)
+    assert any("cut off" in n for n in src.notes)
+
+
+def test_json_bad_value_names_the_line() -> None:
+    data = (SADF / f"{V12}-sadf-j-uALL.json").read_bytes()
+    old = b'{"disk-device": "vda", "tps": 10239.00,'
+    line = data[:data.index(old)].count(b"\n") + 1
+    bad = data.replace(old, b'{"disk-device": "vda", "tps": "many",', 1)
+    with pytest.raises(InputFormatError) as exc:
+        parse_bytes(bad)
+    assert exc.value.line_no == line and "'tps' is 'many', not a number" in exc.value.reason
+    frame, src = parse_bytes(bad, lenient=True)
+    assert (len(frame), src.skipped) == (31, 1)
+
+
+def test_json_broken_document() -> None:
+    with pytest.raises(InputFormatError, match=r"mem:3: not valid JSON"):
+        parse_bytes(b'{"sysstat": {"hosts": [\n{"nodename": "x",\n "statistics": [}]}}')
+
+
+# ---- binary sa files ---------------------------------------------------------------------
+
+
+def test_sa_sniff_bytes() -> None:
+    data = (SA / f"{V12}-disk-restart.sa").read_bytes()
+    assert data[:4] == b"\x96\xd5\x75\x21"  # SYSSTAT_MAGIC 0xd596, FORMAT_MAGIC 0x2175 (LE)
+    assert sa_binary.sniff_bytes(data[:64])
+    assert sa_binary.sniff_bytes(b"\xd5\x96\x21\x75")  # written on a big-endian machine
+    assert not sa_binary.sniff_bytes(b"Linux 6.1")
+    assert not sa_binary.sniff("anything")
+    assert detect(data[:65536], "sa01") == "sa"
+
+
+@needs_sadf
+def test_sa_file_equals_its_sadf_export() -> None:
+    result = import_file(SA / f"{V12}-disk-restart.sa")
+    assert result.format == "sa" and len(result.frame) == 32
+    csv, _ = load(f"{V12}-sadf-d-u.csv")  # the same file through sadf -d -- -d -u
+    assert same(result.frame, csv, ["host", *DEV, *CPU])
+    assert set(result.frame.df["source"]) == {"sa"}
+
+
+@needs_sadf
+def test_sa_daily_files_are_continuous() -> None:
+    day1 = import_file(SA / f"{V12}-rotation-day1.sa").frame
+    day2 = import_file(SA / f"{V12}-rotation-day2.sa").frame
+    v1 = day1.df.filter(pl.col("device") == "vda").sort("ts")
+    v2 = day2.df.filter(pl.col("device") == "vda").sort("ts")
+    assert (len(v1), len(v2)) == (6, 3)
+    first = v2.row(0, named=True)
+    assert (first["ts"] - v1["ts"][-1]).total_seconds() == first["interval_s"] == 1.0
+
+
+@needs_sadf
+def test_sa_cut_off_file(tmp_path: Path) -> None:
+    data = (SA / f"{V12}-disk-restart.sa").read_bytes()
+    cut = tmp_path / "sa22"
+    cut.write_bytes(data[:len(data) * 2 // 3])
+    result = import_file(cut)
+    assert 0 < len(result.frame) < 32
+    assert result.frame.df.group_by("ts").len()["len"].unique().to_list() == [4]
+    assert any("cut off" in n for n in result.notes)
+
+
+@needs_sadf
+def test_sa_format_sadf_cannot_read(tmp_path: Path) -> None:
+    data = bytearray((SA / f"{V12}-disk-restart.sa").read_bytes())
+    data[2:4] = b"\x71\x21"  # FORMAT_MAGIC of older sysstat (0x2171)
+    old = tmp_path / "sa01"
+    old.write_bytes(bytes(data))
+    with pytest.raises(IogaugeError) as exc:
+        import_file(old)
+    message = str(exc.value)
+    assert message.startswith(f"{old}: ")
+    assert "cannot read the format of this file (0x2171)" in message  # sadf's own words
+    assert "sadf -c sa01" in message and str(tmp_path) not in message.split(": ", 1)[1]
+
+
+def test_sa_without_sadf(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("IOGAUGE_SADF", str(tmp_path / "no-such-sadf"))
+    with pytest.raises(IogaugeError, match=r"needs the sadf program \(package sysstat\)"):
+        import_file(SA / f"{V12}-disk-restart.sa")
+
+
+@needs_sadf
+def test_sa_sadf_found_by_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    found = shutil.which("sadf") or sa_binary.find_sadf()
+    assert found is not None
+    monkeypatch.setenv("IOGAUGE_SADF", found)
+    assert len(import_file(SA / f"{V12}-disk-restart.sa").frame) == 32

@@ -1,0 +1,271 @@
+"""solaris-iostat: seed 001's quoted iostat -x outputs, documented -xn/-T layouts, refusals with
+file:line, --lenient counts and cut-off files (fixtures described in tests/fixtures/NOTICE)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from pathlib import Path
+from zoneinfo import ZoneInfo
+
+import polars as pl
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from iogauge.errors import InputFormatError
+from iogauge.importers import solaris_iostat
+from iogauge.importers.base import Source
+
+FIX = Path(__file__).resolve().parents[2] / "fixtures" / "solaris-iostat"
+SEED_X = FIX / "seed001-iostat-x.txt"
+SEED_CP = FIX / "seed001-iostat-x5-cp-maxcontig6.txt"
+SEED_MKFILE = FIX / "seed001-iostat-x2-mkfile-maxcontig6.txt"
+XN = FIX / "doc-iostat-xcnpz-Td.txt"
+XTC = FIX / "doc-iostat-xtc-Tu.txt"
+START = datetime(2008, 2, 21, 10, 0, 0)
+
+
+def parse(path: Path, data: bytes | None = None, **kw: object) -> tuple[pl.DataFrame, Source]:
+    src = Source(path=str(path), **kw)  # type: ignore[arg-type]
+    frame = solaris_iostat.parse(path.read_bytes() if data is None else data, src)
+    return frame.df, src
+
+
+def one(df: pl.DataFrame, device: str, ts: datetime | None = None) -> dict[str, object]:
+    hit = df.filter(pl.col("device") == device)
+    if ts is not None:
+        hit = hit.filter(pl.col("ts") == ts)
+    assert hit.height == 1, (device, ts, hit.height)
+    return hit.to_dicts()[0]
+
+
+def utc(*a: int) -> datetime:
+    return datetime(*a, tzinfo=UTC)
+
+
+# ---------------------------------------------------------------------------------------------
+# seed 001's quoted outputs (no -T: start and interval come from the user)
+# ---------------------------------------------------------------------------------------------
+def test_untimestamped_needs_start_and_interval() -> None:
+    with pytest.raises(InputFormatError, match=r"--start, --interval") as err:
+        parse(SEED_X)
+    assert err.value.line_no is None
+    with pytest.raises(InputFormatError, match="--interval"):
+        parse(SEED_X, start=START)
+
+
+def test_seed_iostat_x_since_boot() -> None:
+    df, src = parse(SEED_X, start=START, interval_s=5.0, host="svrdb1")
+    assert df["device"].to_list() == ["fd0", "sd0", "sd1", "sd6", "ssd0"]
+    # "sd0 0.9 0.1 7.2 0.4 0.0 0.0 11.9 0 0"
+    r = one(df, "sd0")
+    assert (r["r_iops"], r["w_iops"], r["r_kBps"], r["w_kBps"]) == (0.9, 0.1, 7.2, 0.4)
+    assert r["iops"] == pytest.approx(1.0) and r["kBps"] == pytest.approx(7.6)
+    assert r["await_ms"] == 11.9  # svc_t is the response time (iostat(8))
+    assert r["svctm_ms"] is None  # -x does not split it
+    assert (r["queue_wait_len"], r["active_len"], r["aqu_sz"]) == (0.0, 0.0, 0.0)
+    assert (r["queue_wait_pct"], r["util_pct"]) == (0.0, 0.0)
+    assert r["since_boot"] is True and r["interval_s"] == 5.0
+    assert r["ts"] == utc(2008, 2, 21, 10, 0)
+    assert r["host"] == "svrdb1" and r["source"] == "solaris-iostat"
+    assert (r["device_kind"], one(df, "fd0")["device_kind"]) == ("disk", "other")
+    assert any("since boot" in n for n in src.notes)
+
+
+def test_seed_cp_with_maxcontig_6() -> None:
+    df, _ = parse(SEED_CP, start=START, interval_s=5.0)
+    # "ssd2 13.0 31.0 120.5 20650.3 0.0 6.0 137.8 2 100": 137.8 ms at 100 % busy
+    r = one(df, "ssd2")
+    assert (r["r_iops"], r["w_iops"], r["r_kBps"], r["w_kBps"]) == (13.0, 31.0, 120.5, 20650.3)
+    assert (r["await_ms"], r["util_pct"], r["queue_wait_pct"]) == (137.8, 100.0, 2.0)
+    assert (r["queue_wait_len"], r["active_len"], r["aqu_sz"]) == (0.0, 6.0, 6.0)
+    # "sd0 492.4 0.0 10543.8 0.0 0.0 0.5 1.1 1 48"
+    r = one(df, "sd0")
+    assert (r["r_iops"], r["r_kBps"], r["await_ms"], r["util_pct"]) == (492.4, 10543.8, 1.1,
+                                                                       48.0)
+    # idle disks are zeros, not nulls
+    r = one(df, "ssd1")
+    assert (r["iops"], r["await_ms"], r["util_pct"]) == (0.0, 0.0, 0.0)
+
+
+def test_seed_mkfile_with_maxcontig_6() -> None:
+    df, _ = parse(SEED_MKFILE, start=START, interval_s=2.0)
+    # "sd0 0.0 141.0 0.0 6743.3 7.5 168.2 1246.4 33 100"
+    r = one(df, "sd0")
+    assert (r["w_iops"], r["w_kBps"], r["await_ms"]) == (141.0, 6743.3, 1246.4)
+    assert (r["queue_wait_len"], r["active_len"]) == (7.5, 168.2)
+    assert r["aqu_sz"] == pytest.approx(175.7)
+    assert (r["queue_wait_pct"], r["util_pct"]) == (33.0, 100.0)
+    r = one(df, "ssd2")
+    assert (r["r_iops"], r["w_iops"], r["await_ms"], r["util_pct"]) == (8.0, 4.0, 5.6, 7.0)
+
+
+# ---------------------------------------------------------------------------------------------
+# -xcnpz -T d: device last, cpu block, state change, zone abbreviation
+# ---------------------------------------------------------------------------------------------
+def test_xn_with_date_stamps() -> None:
+    df, src = parse(XN, tz=ZoneInfo("Asia/Tokyo"))
+    assert sorted(df["ts"].unique().to_list()) == [utc(2026, 11, 22, 1, 0, s)
+                                                   for s in (0, 5, 10, 15)]
+    t2 = utc(2026, 11, 22, 1, 0, 5)
+    # "   13.0   31.0  120.5 20650.3  0.0  6.0    0.0  137.8   2 100 c1t2d0"
+    r = one(df, "c1t2d0", t2)
+    assert (r["queue_wait_ms"], r["svctm_ms"]) == (0.0, 137.8)
+    assert r["await_ms"] == pytest.approx(137.8)  # wsvc_t + asvc_t
+    assert (r["util_pct"], r["queue_wait_pct"], r["aqu_sz"]) == (100.0, 2.0, 6.0)
+    assert r["since_boot"] is False and r["interval_s"] == 5.0
+    # the cpu block before the report: " 4 21  0 75"
+    assert (r["cpu_user_pct"], r["cpu_system_pct"], r["cpu_idle_pct"]) == (4.0, 21.0, 75.0)
+    assert r["cpu_iowait_pct"] is None  # every wt is 0 (Solaris 10+)
+    assert any("'wt'" in n for n in src.notes)
+    # report 1 since boot; report 3 follows "<<device added: c1t3d0>>": since boot again
+    flags = df.group_by("ts").agg(pl.col("since_boot").first()).sort("ts")["since_boot"]
+    assert flags.to_list() == [True, False, True, False]
+    assert set(df.filter(pl.col("since_boot"))["interval_s"]) == {5.0}
+    # "    0.0  141.0    0.0 6743.3  7.5 168.2   53.2 1193.2  33 100 c1t2d0s0"
+    r = one(df, "c1t2d0s0")
+    assert (r["device_kind"], r["parent"]) == ("partition", "c1t2d0")
+    assert (r["queue_wait_ms"], r["svctm_ms"]) == (53.2, 1193.2)
+    assert r["await_ms"] == pytest.approx(1246.4)
+    assert one(df, "fuji:/export/home")["device_kind"] == "other"
+    assert one(df, "c1t3d0")["device_kind"] == "disk"
+    # -z: idle devices are absent, not zero rows
+    assert df.filter(pl.col("ts") == utc(2026, 11, 22, 1, 0, 15))["device"].to_list() == [
+        "c1t2d0", "c1t2d0s0"]
+    assert not any("abbreviation" in n for n in src.notes)
+
+
+def test_zone_abbreviation_without_tz_is_noted() -> None:
+    df, src = parse(XN)
+    assert df["ts"].min() == utc(2026, 11, 22, 10, 0)
+    assert any("'JST'" in n for n in src.notes)
+
+
+# ---------------------------------------------------------------------------------------------
+# -xtc -T u: epoch stamps, tty+cpu on the first device line, measured wt
+# ---------------------------------------------------------------------------------------------
+def test_x_with_epoch_stamps_and_cpu_columns() -> None:
+    df, src = parse(XTC)
+    assert df.height == 9
+    t2 = utc(2007, 11, 22, 1, 0, 10)  # 1195693210
+    r = one(df, "sd0", t2)
+    assert (r["await_ms"], r["queue_wait_pct"], r["util_pct"]) == (1246.4, 33.0, 100.0)
+    assert r["interval_s"] == 10.0
+    # "... 0  155   2  9  7 82" on sd0's line applies to the whole report
+    for dev in ("sd0", "sd1", "nfs1"):
+        r = one(df, dev, t2)
+        assert (r["cpu_user_pct"], r["cpu_system_pct"], r["cpu_iowait_pct"],
+                r["cpu_idle_pct"]) == (2.0, 9.0, 7.0, 82.0)
+    first = df.filter(pl.col("ts") == utc(2007, 11, 22, 1, 0, 0))
+    assert first["since_boot"].all() and set(first["interval_s"]) == {10.0}
+    assert not any("taken as UTC" in n for n in src.notes)  # epoch seconds are UTC
+
+
+# ---------------------------------------------------------------------------------------------
+# other layouts
+# ---------------------------------------------------------------------------------------------
+def test_megabytes_and_raw_comma_form() -> None:
+    mb = ("1700000000\n                    extended device statistics\n"
+          "    r/s    w/s   Mr/s   Mw/s wait actv wsvc_t asvc_t  %w  %b device\n"
+          "   10.0    2.0    1.5    0.5  0.0  0.1    0.0    8.0   0   9 c0t0d0\n"
+          "1700000005\n                    extended device statistics\n"
+          "    r/s    w/s   Mr/s   Mw/s wait actv wsvc_t asvc_t  %w  %b device\n"
+          "   20.0    4.0    2.0    0.25 0.0  0.2    0.0    9.0   0  19 c0t0d0\n")
+    df, _ = parse(Path("mb.txt"), mb.encode())
+    r = one(df, "c0t0d0", utc(2023, 11, 14, 22, 13, 25))
+    assert (r["r_kBps"], r["w_kBps"], r["kBps"]) == (2048.0, 256.0, 2304.0)
+    raw = ("extended device statistics\n"
+           "device,r/s,w/s,kr/s,kw/s,wait,actv,svc_t,%w,%b,\n"
+           "sd0,1.0,2.0,8.0,16.0,0.0,0.1,3.5,0,4\n")
+    df, _ = parse(Path("raw.txt"), raw.encode(), start=START, interval_s=5.0)
+    r = one(df, "sd0")
+    assert (r["r_iops"], r["w_kBps"], r["await_ms"], r["util_pct"]) == (1.0, 16.0, 3.5, 4.0)
+
+
+def test_interval_counts_are_refused() -> None:
+    text = ("extended device statistics\n"
+            "device    r/i    w/i   kr/i   kw/i wait actv  svc_t  %w  %b\n"
+            "sd0       1.0    2.0    8.0   16.0  0.0  0.1    3.5   0   4\n")
+    with pytest.raises(InputFormatError, match="-I") as err:
+        parse(Path("i.txt"), text.encode(), start=START, interval_s=5.0)
+    assert err.value.line_no == 2
+
+
+# ---------------------------------------------------------------------------------------------
+# bad input and --lenient
+# ---------------------------------------------------------------------------------------------
+def test_bad_value_and_field_count_name_the_line() -> None:
+    lines = XTC.read_text().split("\n")
+    assert lines[4].startswith("sd1")
+    bad = lines.copy()
+    bad[4] = bad[4].replace("0.3", "n/a")
+    with pytest.raises(InputFormatError) as err:
+        parse(XTC, "\n".join(bad).encode())
+    assert err.value.line_no == 5 and "not all numbers" in err.value.reason
+    assert str(err.value).startswith(f"{XTC}:5: ")
+    bad = lines.copy()
+    assert lines[10].startswith("sd1")
+    bad[10] = bad[10] + " 9"  # line 11: sd1 of report 2 gets an 11th field
+    with pytest.raises(InputFormatError, match="has 11 fields, expected 10") as err:
+        parse(XTC, "\n".join(bad).encode())
+    assert err.value.line_no == 11
+
+
+def test_lenient_skips_and_counts() -> None:
+    lines = XTC.read_text().split("\n")
+    lines[4] = lines[4].replace("0.3", "n/a")
+    lines[10] = lines[10] + " 9"
+    df, src = parse(XTC, "\n".join(lines).encode(), lenient=True)
+    assert src.skipped == 2 and df.height == 7
+    assert [e.split(":")[0] for e in src.skipped_examples] == ["line 5", "line 11"]
+
+
+def test_sniff() -> None:
+    for f in FIX.glob("*"):
+        assert solaris_iostat.sniff(f.read_text()), f
+    linux = ("Linux 5.8.0-63-generic (host) \t01/02/2021 \t_x86_64_\t(2 CPU)\n\n"
+             "avg-cpu:  %user   %nice %system %iowait  %steal   %idle\n"
+             "           0.31    0.00    0.22    0.04    0.00   99.43\n\n"
+             "Device            r/s     rkB/s   rrqm/s  %rrqm r_await rareq-sz     w/s     wkB/s"
+             "   wrqm/s  %wrqm w_await wareq-sz aqu-sz  %util\n"
+             "sda              1.53     50.75     0.40  20.84    0.69    33.23    1.28    "
+             "26.41     1.14  47.11    1.91    20.62   0.00   0.25\n")
+    assert not solaris_iostat.sniff(linux)
+
+
+# ---------------------------------------------------------------------------------------------
+# cut-off files keep whole reports
+# ---------------------------------------------------------------------------------------------
+_XTC = XTC.read_bytes()
+_FULL = solaris_iostat.parse(_XTC, Source(path=str(XTC))).df
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(min_value=_XTC.index(b"1195693210") + 1, max_value=len(_XTC) - 1))
+def test_cut_anywhere_keeps_whole_reports(cut: int) -> None:
+    df, src = parse(XTC, _XTC[:cut])
+    full = _FULL.filter(pl.col("ts").is_in(df["ts"].unique().implode()))
+    # cpu_iowait_pct is judged on the whole file (all-zero 'wt' = not measured), so a cut
+    # that keeps only report 1 (wt 0) turns it null; every other value is the full file's
+    keep = [c for c in df.columns if c != "cpu_iowait_pct"]
+    assert df.select(keep).sort("ts", "device").equals(full.select(keep).sort("ts", "device"))
+    assert df["ts"].n_unique() < _FULL["ts"].n_unique()
+    # a note, unless the cut fell exactly between two reports (then nothing is missing)
+    assert (any("ends inside its last report" in n for n in src.notes)
+            or _XTC[cut:].startswith(b"1195"))
+
+
+def test_cut_at_a_line_end_inside_a_report() -> None:
+    text = _XTC[:_XTC.index(b"sd1", _XTC.index(b"1195693220"))]  # report 3 has only sd0
+    df, src = parse(XTC, text)
+    assert df["ts"].n_unique() == 2
+    assert any("ends inside its last report" in n for n in src.notes)
+
+
+def test_import_file_passes_start_and_interval() -> None:
+    from iogauge.importers.registry import import_file
+
+    res = import_file(SEED_CP, start=START, interval_s=5.0)
+    assert res.format == "solaris-iostat" and res.detected
+    assert len(res.frame) == 6 and res.skipped == 0
+    assert res.frame.df["interval_s"].to_list() == [5.0] * 6

@@ -1,0 +1,97 @@
+"""`iogauge import` end to end on fixtures: store (idempotent), JSON, Parquet, errors."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import shutil
+from pathlib import Path
+
+from typer.testing import CliRunner
+
+from iogauge.cli.main import app
+from iogauge.model.sampleframe import SCHEMA, SampleFrame
+from iogauge.store import Store
+
+FIX = Path(__file__).resolve().parents[1] / "fixtures"
+IOSTAT = FIX / "iostat" / "jc-ubuntu-20.10-sysstat12-iostat-x.txt"
+AWR = next((FIX / "awr").glob("*.txt"))
+
+
+def test_import_into_store_twice_is_idempotent(tmp_path: Path) -> None:
+    db = tmp_path / "s.duckdb"
+    args = ["import", str(IOSTAT), str(AWR), "--db", str(db)]
+    first = CliRunner().invoke(app, args, terminal_width=200)
+    assert first.exit_code == 0, first.output
+    with Store.open(db, read_only=True) as s:
+        rows, waits = s.count(), len(s.read_waits())
+    assert rows > 0
+    assert waits > 0
+    second = CliRunner().invoke(app, args, terminal_width=200)
+    assert second.exit_code == 0, second.output
+    with Store.open(db, read_only=True) as s:
+        assert s.count() == rows
+        assert len(s.read_waits()) == waits
+    assert "iostat" in first.stdout
+    assert "awr" in first.stdout
+
+
+def test_import_json_and_parquet_agree_on_compressed_input(tmp_path: Path) -> None:
+    gz = tmp_path / "log.gz"
+    gz.write_bytes(gzip.compress(IOSTAT.read_bytes()))
+    res = CliRunner().invoke(app, ["import", str(gz), "--json"])
+    assert res.exit_code == 0, res.output
+    rows = [json.loads(line) for line in res.stdout.splitlines() if line.startswith("{")]
+    assert rows
+    assert all(set(r) <= set(SCHEMA) for r in rows)
+    out = tmp_path / "o.parquet"
+    res = CliRunner().invoke(app, ["import", str(gz), "--parquet", str(out)])
+    assert res.exit_code == 0, res.output
+    frame = SampleFrame.read_parquet(out)
+    assert len(frame) == len(rows)
+    sda = next(r for r in rows if r["device"] == "sda")
+    # jc-ubuntu-20.10 sample, sda line: r/s 2.67, r_await 0.36 (as sysstat printed).
+    assert sda["r_iops"] == 2.67
+    assert sda["r_await_ms"] == 0.36
+
+
+def test_one_bad_file_stores_nothing_and_names_every_failure(tmp_path: Path) -> None:
+    junk = tmp_path / "junk.txt"
+    junk.write_text("nothing to see\n")
+    db = tmp_path / "s.duckdb"
+    res = CliRunner().invoke(app, ["import", str(IOSTAT), str(junk), "--db", str(db)])
+    assert res.exit_code == 2
+    assert "format not recognised" in res.output
+    assert "nothing was written" in res.output
+    assert not db.exists()
+
+
+def test_glob_that_matches_nothing_is_an_error(tmp_path: Path) -> None:
+    res = CliRunner().invoke(app, ["import", str(tmp_path / "*.log")])
+    assert res.exit_code == 2
+    assert "no file matches" in res.output
+
+
+def test_lenient_reports_skipped_lines(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.txt"
+    text = IOSTAT.read_text().splitlines()
+    # Damage one device line in the middle of the report.
+    idx = next(i for i, line in enumerate(text) if line.startswith("loop3"))
+    text[idx] = "loop3  x.xx  oops"
+    bad.write_text("\n".join(text) + "\n")
+    strict = CliRunner().invoke(app, ["import", str(bad), "--json"])
+    assert strict.exit_code == 2
+    assert f"{bad}:{idx + 1}:" in strict.output.replace("\n", "")
+    lenient = CliRunner().invoke(app, ["import", str(bad), "--json", "--lenient"])
+    assert lenient.exit_code == 0, lenient.output
+    assert "skipped 1 unreadable line" in lenient.output
+
+
+def test_forced_format_and_unknown_zone(tmp_path: Path) -> None:
+    copy = tmp_path / "x.data"
+    shutil.copy(IOSTAT, copy)
+    res = CliRunner().invoke(app, ["import", str(copy), "--format", "iostat", "--json"])
+    assert res.exit_code == 0, res.output
+    res = CliRunner().invoke(app, ["import", str(copy), "--tz", "Mars/Olympus", "--json"])
+    assert res.exit_code == 2
+    assert "unknown time zone" in res.output
