@@ -40,6 +40,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, cast
 
+from iogauge.fsutil import fsync_dir
 from iogauge.guarantee import GuaranteeError
 from iogauge.guarantee.actuators import IO_KEYS, DevNum, Hierarchy, IoKey
 from iogauge.guarantee.actuators.cgroup_v1 import CgroupV1
@@ -192,7 +193,7 @@ class StateFile:
             finally:
                 os.close(fd)
             tmp.replace(self.path)
-            _fsync_dir(self.path.parent)
+            fsync_dir(self.path.parent)
         except OSError as exc:
             with contextlib.suppress(OSError):
                 tmp.unlink()
@@ -202,20 +203,7 @@ class StateFile:
     def remove(self) -> None:
         with contextlib.suppress(FileNotFoundError):
             self.path.unlink()
-        _fsync_dir(self.path.parent)
-
-
-def _fsync_dir(directory: Path) -> None:
-    try:
-        fd = os.open(directory, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
+        fsync_dir(self.path.parent)
 
 
 # ---- restore -------------------------------------------------------------------------------

@@ -45,6 +45,7 @@ import polars as pl
 
 from iogauge import __version__
 from iogauge.errors import SchemaError, StoreError
+from iogauge.fsutil import fsync_dir
 from iogauge.model.device import DeviceInfo
 from iogauge.model.guaranteeframe import GUARANTEE_COLUMNS, GuaranteeFrame
 from iogauge.model.sampleframe import SAMPLE_COLUMNS, SampleFrame
@@ -739,7 +740,7 @@ def _create_atomically(path: Path, threads: int | None) -> None:
             # No hard links on this filesystem: rename, unless someone created it meanwhile.
             if not path.exists():
                 tmp.replace(path)
-        _fsync_dir(path.parent)
+        fsync_dir(path.parent)
     except duckdb.Error as exc:
         raise StoreError(f"{path}: cannot create the database: {_first_line(exc)}") from exc
     except OSError as exc:
@@ -747,19 +748,6 @@ def _create_atomically(path: Path, threads: int | None) -> None:
     finally:
         tmp.unlink(missing_ok=True)
         wal.unlink(missing_ok=True)
-
-
-def _fsync_dir(directory: Path) -> None:
-    try:
-        fd = os.open(directory, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
 
 
 def _rollback(con: duckdb.DuckDBPyConnection) -> None:
