@@ -87,7 +87,7 @@ def test_sequential_128k_reads_at_least_10x_random() -> None:
 
 def test_outer_tracks_stream_twice_as_fast_as_inner() -> None:
     m = build_model("hdd-7200")
-    assert isinstance(m, HddModel)
+    assert type(m).__name__ == "HddModel"  # pure or compiled (lab/accel.py)
 
     def stream(start: int) -> float:
         m.reset()

@@ -7,9 +7,8 @@ from pathlib import Path
 import pytest
 
 from iogauge.errors import InputFormatError
-from iogauge.lab.hdd import HddModel, HddParams
+from iogauge.lab.hdd import HddParams
 from iogauge.lab.profiles import build_model, list_profiles, load_profile
-from iogauge.lab.raid import RaidModel
 
 
 def test_bundled_profiles() -> None:
@@ -29,7 +28,7 @@ def test_raid_member_comes_from_the_member_profile_with_overrides(tmp_path: Path
                  'controller_overhead_ms = 0\nhost_link_MBps = 400\nqueue_depth = 8\n'
                  '[member]\nprofile = "hdd-7200"\ncapacity_GB = 100\nwrite_cache_KiB = 64\n')
     m = build_model(f)
-    assert isinstance(m, RaidModel)
+    assert type(m).__name__ == "RaidModel"  # pure or compiled (lab/accel.py)
     assert m.name == "r"
     assert m.members[0].params.write_cache_KiB == 64
     assert m.members[0].params.rpm == 7200
@@ -38,7 +37,7 @@ def test_raid_member_comes_from_the_member_profile_with_overrides(tmp_path: Path
 
 def test_rescaled_model_maps_the_whole_stroke_onto_the_device() -> None:
     m = build_model("hdd-7200", capacity_bytes=2**30)
-    assert isinstance(m, HddModel)
+    assert type(m).__name__ == "HddModel"  # pure or compiled (lab/accel.py)
     assert m.capacity_bytes == 2**30
     assert m.cylinder(2**30) == pytest.approx(1.0)
     r = build_model("raid5-6x400g", capacity_bytes=10 * 2**30)
