@@ -5,7 +5,15 @@ from __future__ import annotations
 import typer
 
 from iogauge import __version__
-from iogauge.cli import diagnose_cmd, guarantee_cmd, import_cmd, iostat_cmd, record_cmd
+from iogauge.cli import (
+    analyze_cmd,
+    compare_cmd,
+    diagnose_cmd,
+    guarantee_cmd,
+    import_cmd,
+    iostat_cmd,
+    record_cmd,
+)
 from iogauge.cli.lab_cmd import lab_app
 
 app = typer.Typer(
@@ -23,6 +31,8 @@ app.command("record")(record_cmd.record)
 app.command("export")(record_cmd.export)
 app.command("diagnose")(diagnose_cmd.diagnose)
 app.command("import")(import_cmd.import_)
+app.command("analyze")(analyze_cmd.analyze_cmd)
+app.command("compare")(compare_cmd.compare)
 app.add_typer(lab_app, name="lab")
 app.add_typer(guarantee_cmd.guarantee_app, name="guarantee")
 

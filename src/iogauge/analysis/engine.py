@@ -1,0 +1,354 @@
+"""The analysis engine: SampleFrame (+ waits, device metadata) -> verdicts and findings.
+
+Order of work (DESIGN §5.1: attributes first, then capability for those attributes, then
+judgement):
+
+1. select rows (time range, devices), leave out since-boot and reset rows;
+2. aggregate parts into the parents the source did not report (``aggregate``: volumes →
+   rank, partitions → disk, LogicalDisk → PhysicalDisk, datafiles → tablespace);
+3. per device: application attributes (``attributes``), capability for those attributes
+   (``catalog``), capacity and headroom (``capacity``: seed 004's util-vs-IOPS fit, or the
+   latency knee on parallel devices);
+4. every rule under ``rules/`` reads the context and returns explained findings;
+5. a verdict per device from its findings and headroom, the worst windows named.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from datetime import datetime
+from fnmatch import fnmatchcase
+from pathlib import Path
+from zoneinfo import ZoneInfo
+
+import polars as pl
+
+from iogauge.analysis import aggregate, attributes, capacity, catalog
+from iogauge.analysis.context import UTC, AnalysisContext, DeviceContext, LatencyTarget
+from iogauge.analysis.rules import Rule, all_rules
+from iogauge.analysis.rules.busy_not_bottleneck import NOT_BOTTLENECK
+from iogauge.analysis.types import (
+    SEVERITY_RANK,
+    VERDICTS,
+    AnalysisResult,
+    Attributes,
+    DeviceReport,
+    Finding,
+    WindowRef,
+)
+from iogauge.analysis.windows import window_label
+from iogauge.model.device import DeviceInfo
+from iogauge.model.sampleframe import SampleFrame
+from iogauge.model.waitevents import WaitEventFrame
+
+log = logging.getLogger(__name__)
+
+#: Below this mean IOPS a device is called idle (and not judged further).
+IDLE_IOPS = 1.0
+#: Headroom below this share of max IOPS makes a device "near limit" (seed 004: the knee
+#: sits at 80-95 % busy, so less than ~20 % left is inside the non-linear region).
+NEAR_LIMIT_HEADROOM_PCT = 20.0
+#: Rules whose warnings mean the device itself is at or near its limit.
+LOAD_RULES = frozenset({"saturation", "capability_exceeded", "response_time_target",
+                        "solaris_service_time", "queueing", "concentration",
+                        "rmf_response_breakdown", "oracle_waits"})
+#: Rules about the data or the method rather than the device: they never set a verdict.
+CONTEXT_RULES = frozenset({"interval_too_coarse", "util_not_capacity"})
+WORST_WINDOWS = 3
+
+
+@dataclass
+class AnalysisOptions:
+    """What ``iogauge analyze`` was asked to do.
+
+    Attributes:
+        start, end: keep intervals ending in [start, end] (UTC-aware datetimes), None = open.
+        devices: fnmatch patterns of devices to keep (device name or host:device); empty =
+            all. Parents and children of kept devices are not added implicitly.
+        profiles: device -> catalog profile id (``--profile D=NAME``).
+        catalog_paths: user TOML catalogs added to the built-in one.
+        targets: response-time targets (``--target``).
+        window_s: analysis window; None = 60 s or the data's interval when longer.
+        tz: zone for the targets' wall-clock windows.
+        strict: a rule that raises stops the analysis (tests); otherwise it is reported in
+            the notes and the other rules still run.
+    """
+
+    start: datetime | None = None
+    end: datetime | None = None
+    devices: Sequence[str] = ()
+    profiles: Mapping[str, str] = field(default_factory=dict)
+    catalog_paths: Sequence[Path] = ()
+    targets: Sequence[LatencyTarget] = ()
+    window_s: float | None = None
+    tz: ZoneInfo = UTC
+    strict: bool = False
+
+
+def _select(df: pl.DataFrame, opts: AnalysisOptions) -> pl.DataFrame:
+    if opts.start is not None:
+        df = df.filter(pl.col("ts") >= opts.start)
+    if opts.end is not None:
+        df = df.filter(pl.col("ts") <= opts.end)
+    if opts.devices:
+        names = df.select(pl.col("device"), pl.col("host")).unique()
+        keep = {
+            (str(r["host"]), str(r["device"])) for r in names.iter_rows(named=True)
+            if any(fnmatchcase(str(r["device"]), p)
+                   or fnmatchcase(f"{r['host']}:{r['device']}", p) for p in opts.devices)
+        }
+        if keep:
+            keys = pl.DataFrame({"host": [k[0] for k in keep], "device": [k[1] for k in keep]})
+            df = df.join(keys, on=["host", "device"], how="semi")
+        else:
+            df = df.clear()
+    return df
+
+
+def build_context(frame: SampleFrame | pl.DataFrame,
+                  waits: WaitEventFrame | pl.DataFrame | None = None,
+                  infos: Mapping[str, DeviceInfo] | None = None,
+                  options: AnalysisOptions | None = None) -> AnalysisContext:
+    """Steps 1-3: the context the rules read, with attributes, capability and capacity."""
+    opts = options or AnalysisOptions()
+    df = frame.df if isinstance(frame, SampleFrame) else frame
+    df = _select(df, opts)
+    # A device known only from since-boot reports (a single `iostat -x` quoted in a ticket
+    # or a paper, seed 001) is analysed from them rather than dropped: an average since
+    # boot is still a measurement, just a long one; the note says so.
+    notes: list[str] = []
+    skipped = 0
+    bad = pl.col("reset") | pl.col("since_boot")
+    if df.height and df.select(bad.any()).item():
+        measured = df.filter(~bad).select("host", "device").unique()
+        only_boot = (df.filter(pl.col("since_boot") & ~pl.col("reset"))
+                     .join(measured, on=["host", "device"], how="anti"))
+        if only_boot.height:
+            n_dev = only_boot.select("host", "device").unique().height
+            notes.append(f"{n_dev} device(s) have only since-boot averages (a single "
+                         "report): analysed from them; peaks within that time cannot be "
+                         "seen")
+        skipped = df.filter(bad).height - only_boot.height
+        df = pl.concat([df.filter(~bad),
+                        only_boot.with_columns(since_boot=pl.lit(value=False))])
+    reported = set(df.select("host", "device").unique().iter_rows())
+    df, agg_notes = aggregate.add_aggregates(df, infos)
+    ctx = AnalysisContext.build(df, waits=waits, infos=infos, targets=opts.targets,
+                                window_s=opts.window_s, tz=opts.tz)
+    if skipped:
+        ctx.notes.append(f"{skipped} row(s) left out: since-boot averages or counter resets")
+    ctx.notes.extend(notes)
+    ctx.notes.extend(agg_notes)
+    cat = catalog.load_catalog(opts.catalog_paths)
+    devs = list(ctx.devices.values())
+    for dev in devs:
+        dev.synthetic = (dev.host, dev.device) not in reported
+
+    def _attributes(dev: DeviceContext) -> None:
+        dev.attributes = attributes.compute(dev, ctx)
+
+    # Per-device work is independent: polars releases the GIL while it computes, so a
+    # thread per core overlaps one device's Python with another's columnar work.
+    _each(_attributes, devs)
+    for key in ctx.devices:
+        _inherit_counted_sequential(ctx, key)
+    for dev in devs:
+        override = opts.profiles.get(dev.key) or opts.profiles.get(dev.device)
+        dev.capability = catalog.capability_for(dev, dev.attributes or Attributes(), override,
+                                                cat, infos=infos)
+
+    def _capacity(dev: DeviceContext) -> None:
+        dev.capacity = capacity.estimate(dev)
+
+    _each(_capacity, devs)
+    return ctx
+
+
+def _each(fn: Callable[[DeviceContext], None], devs: Sequence[DeviceContext]) -> None:
+    """``fn`` for every device, on a thread per CPU when there are many devices."""
+    workers = min(os.cpu_count() or 1, 8)
+    if len(devs) < 4 or workers < 2:
+        for d in devs:
+            fn(d)
+        return
+    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="iogauge-analysis") as ex:
+        for _ in ex.map(fn, devs):
+            pass
+
+
+def _inherit_counted_sequential(ctx: AnalysisContext, key: str) -> None:
+    """A rank (or disk) whose own rows carry no sequential counts takes them from its parts.
+
+    RMF counts sequential operations per volume in the cache report, not per rank; seed 000
+    judges the rank by the volumes' sequential share (57 % reads / 43 % writes of the
+    sequential operations). A counted share of the parts beats the size-based estimate of
+    the parent: the operation-weighted mean over the parts that have counts is used when
+    they carry at least a tenth of the parts' I/O (a sample of the volumes; the coverage is
+    stated in the note).
+    """
+    dev = ctx.devices[key]
+    a = dev.attributes
+    if a is None or a.seq_method == "rmf-cache":
+        return
+    parts = [c for c in ctx.children(key) if c.attributes is not None]
+    total = sum(c.attributes.iops_mean or 0.0 for c in parts if c.attributes)
+    counted = [(c.attributes.seq_pct, c.attributes.iops_mean or 0.0) for c in parts
+               if c.attributes and c.attributes.seq_method == "rmf-cache"
+               and c.attributes.seq_pct is not None]
+    weight = sum(w for _s, w in counted)
+    if counted and total > 0 and weight >= 0.1 * total:
+        share = sum(s * w for s, w in counted) / weight
+        note = (f"sequential share counted by the controller for {len(counted)} of "
+                f"{len(parts)} parts ({100 * weight / total:.0f} % of their I/O), "
+                "operation-weighted")
+    elif dev.kind == "rank" and parts:
+        # No volume of this rank has a cache page: RMF's subsystem-wide (SSID) counts are
+        # the next best measurement, when there is exactly one subsystem in the data.
+        ssids = [d for d in ctx.devices.values() if d.kind == "lcu" and d.host == dev.host
+                 and d.attributes is not None and d.attributes.seq_method == "rmf-cache"
+                 and d.attributes.seq_pct is not None]
+        if len(ssids) != 1:
+            return
+        share = ssids[0].attributes.seq_pct  # type: ignore[union-attr, assignment]
+        note = (f"sequential share counted by the controller for the whole subsystem "
+                f"{ssids[0].device} (no per-volume cache counts for this rank's volumes)")
+    else:
+        return
+    a.seq_pct = share
+    a.seq_method = "rmf-cache"
+    a.notes = [n for n in a.notes if "sequential share is an estimate" not in n]
+    a.notes.append(note)
+
+
+def run_rules(ctx: AnalysisContext, rules: Sequence[Rule] | None = None, *,
+              strict: bool = False) -> list[Finding]:
+    """Step 4: every rule's findings, most severe first, then by device and time."""
+    findings: list[Finding] = []
+    for rule in rules if rules is not None else all_rules():
+        try:
+            findings.extend(rule.check(ctx))
+        except Exception as exc:
+            if strict:
+                raise
+            log.exception("rule %s failed", rule.rule_id)
+            ctx.notes.append(f"rule {rule.rule_id} could not run: {exc!r} (please report "
+                             "this with the input that caused it)")
+    findings.sort(key=lambda f: (-f.rank, f.device or "", f.window_start, f.rule))
+    return findings
+
+
+def _worst_windows(dev: DeviceContext) -> list[WindowRef]:
+    w = dev.windows
+    out: list[WindowRef] = []
+    if w.height == 0:
+        return out
+    busy = w.filter(pl.col("iops") > 0) if "iops" in w.columns else w.clear()
+    if "await_ms" in w.columns:
+        for r in busy.drop_nulls("await_ms").sort("await_ms", descending=True).head(
+                WORST_WINDOWS).iter_rows(named=True):
+            out.append(WindowRef(r["window_start"], r["window_end"], "await_ms",
+                                 float(r["await_ms"]), "ms"))
+    if "iops" in w.columns:
+        for r in busy.sort("iops", descending=True).head(WORST_WINDOWS).iter_rows(named=True):
+            out.append(WindowRef(r["window_start"], r["window_end"], "iops",
+                                 float(r["iops"]), "IO/s"))
+    return out
+
+
+def verdict(dev: DeviceContext, findings: Sequence[Finding]) -> tuple[str, str]:
+    """Step 5: (verdict, reason) for a device from its findings and capacity.
+
+    The worst finding decides: a critical finding about the device's load is a bottleneck;
+    seed 003's "busy, not the bottleneck" (high %util, no %iowait, CPU-bound) wins over a
+    mere busy warning but not over a critical latency finding; warnings about load or
+    headroom under 20 % of max mean "near limit".
+    """
+    a = dev.attributes or Attributes()
+    judged = [f for f in findings if f.rule not in CONTEXT_RULES]
+    crit = [f for f in judged if f.severity == "critical"]
+    warn = [f for f in judged if f.severity == "warning" and f.rule in LOAD_RULES]
+    not_bn = [f for f in judged if f.rule == "busy_not_bottleneck" and f.severity == "info"
+              and NOT_BOTTLENECK in f.title]
+    cap = dev.capacity
+    if a.iops_mean is None:
+        return "cannot judge", "no measured interval with I/O counts"
+    if crit:
+        return "bottleneck", crit[0].title
+    if not_bn:
+        return "busy, not the bottleneck", not_bn[0].title
+    if a.iops_mean < IDLE_IOPS and not warn:
+        return "idle", f"{a.iops_mean:.2f} IO/s on average"
+    if warn:
+        return "near limit", warn[0].title
+    if (cap is not None and cap.headroom_pct is not None and cap.max_iops
+            and cap.headroom_pct < NEAR_LIMIT_HEADROOM_PCT and (cap.confidence or 0) >= 0.5):
+        return "near limit", (f"{cap.headroom_pct:.0f} % headroom left: peak "
+                              f"{cap.current_iops:,.0f} of ~{cap.max_iops:,.0f} IO/s "
+                              f"({cap.method})")
+    if a.await_ms is None and a.util_mean_pct is None:
+        return "cannot judge", "the source has neither latency nor busy figures"
+    parts = []
+    if a.await_ms is not None:
+        parts.append(f"response {a.await_ms:.1f} ms on average")
+    if cap is not None and cap.headroom_pct is not None and cap.max_iops:
+        parts.append(f"{cap.headroom_pct:.0f} % headroom (~{cap.max_iops:,.0f} IO/s max, "
+                     f"{cap.method})")
+    elif dev.capability is not None and dev.capability.used_pct is not None:
+        parts.append(f"{dev.capability.used_pct:.0f} % of {dev.capability.title} capability "
+                     "for this mix")
+    return "healthy", "; ".join(parts) or "no rule found a problem"
+
+
+def _blame_parents(reports: list[DeviceReport]) -> None:
+    """A part of a device that is the bottleneck says so first (seed 000: the volumes' 1.5 ms
+    came from their shared rank; the fix was on the rank, not on any volume)."""
+    by_name = {(r.host, r.device.split(":", 1)[-1]): r for r in reports}
+    for r in reports:
+        parent = by_name.get((r.host, r.parent)) if r.parent else None
+        if (parent is not None and parent.verdict == "bottleneck"
+                and r.verdict in ("near limit", "healthy")):
+            if r.kind == "partition":
+                # A partition is the same spindle: its requests wait in the disk's queue.
+                r.verdict = "bottleneck"
+                r.verdict_reason = (f"a partition of {parent.device}, which is the "
+                                    f"bottleneck: {parent.verdict_reason}")
+            else:
+                r.verdict_reason = (f"on {parent.device}, which is the bottleneck "
+                                    f"({parent.verdict_reason}); {r.verdict_reason}")
+
+
+def analyze(frame: SampleFrame | pl.DataFrame,
+            waits: WaitEventFrame | pl.DataFrame | None = None,
+            infos: Mapping[str, DeviceInfo] | None = None,
+            options: AnalysisOptions | None = None) -> AnalysisResult:
+    """Analyse a SampleFrame: verdict per device, explained findings, worst windows."""
+    opts = options or AnalysisOptions()
+    ctx = build_context(frame, waits, infos, opts)
+    findings = run_rules(ctx, strict=opts.strict)
+    by_dev: dict[str | None, list[Finding]] = {}
+    for f in findings:
+        by_dev.setdefault(f.device, []).append(f)
+    reports: list[DeviceReport] = []
+    for key, dev in ctx.devices.items():
+        fs = by_dev.get(key, [])
+        v, why = verdict(dev, fs)
+        counts = {s: sum(1 for f in fs if f.severity == s) for s in SEVERITY_RANK}
+        reports.append(DeviceReport(
+            device=key, host=dev.host, kind=dev.kind, parent=dev.parent, source=dev.source,
+            verdict=v, verdict_reason=why, attributes=dev.attributes or Attributes(),
+            capability=dev.capability, capacity=dev.capacity,
+            worst_windows=_worst_windows(dev), finding_count=counts))
+    _blame_parents(reports)
+    order = {v: i for i, v in enumerate(VERDICTS)}
+    reports.sort(key=lambda r: (order[r.verdict], -(r.attributes.iops_mean or 0.0)))
+    starts = [d.start for d in ctx.devices.values() if d.start is not None]
+    ends = [d.end for d in ctx.devices.values() if d.end is not None]
+    notes = list(ctx.notes)
+    notes.append(f"analysis windows: {window_label(ctx.window_s)}")
+    return AnalysisResult(devices=reports, findings=findings, window_s=ctx.window_s,
+                          interval_s=ctx.interval_s, start=min(starts) if starts else None,
+                          end=max(ends) if ends else None, notes=notes)

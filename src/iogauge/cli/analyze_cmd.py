@@ -1,0 +1,91 @@
+"""`iogauge analyze`: verdict per device and explained findings for stored or imported data."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import typer
+
+from iogauge.analysis.catalog import parse_profile_overrides
+from iogauge.analysis.context import UTC, LatencyTarget
+from iogauge.analysis.engine import AnalysisOptions, analyze
+from iogauge.cli.common import out, user_errors, warn
+from iogauge.cli.inputs import load_inputs, parse_time, parse_zone
+from iogauge.reporting.analysis_terminal import print_analysis
+
+
+def parse_profiles(texts: list[str] | None) -> dict[str, str]:
+    """``--profile D=NAME`` options to a mapping, names checked against the catalog."""
+    return parse_profile_overrides(texts or [])
+
+
+def analyze_cmd(
+    files: list[str] = typer.Argument(None, help="Files to import and analyse (any format "
+                                      "`iogauge import` reads; globs allowed). Default: the "
+                                      "store."),
+    db: Path | None = typer.Option(None, "--db", help="Analyse this store instead of files "
+                                   "(default store: $XDG_DATA_HOME/iogauge/iogauge.duckdb)."),
+    start: str | None = typer.Option(None, "--from", help="Only intervals ending at or after "
+                                     "this time (ISO-8601; no offset = --tz)."),
+    end: str | None = typer.Option(None, "--to", help="Only intervals ending at or before "
+                                   "this time."),
+    device: list[str] = typer.Option(None, "--device", "-d", help="Only these devices "
+                                     "(repeatable; globs such as 'sd*')."),
+    profile: list[str] = typer.Option(None, "--profile", help="Capability profile for a "
+                                      "device, DEVICE=NAME (repeatable), e.g. "
+                                      "sdb=hdd-7200; see docs/catalog.md."),
+    catalog: list[Path] = typer.Option(None, "--catalog", help="Extra capability catalog "
+                                       "TOML file(s) with your own profiles."),
+    target: list[str] = typer.Option(None, "--target", help="Response-time target, "
+                                     "DEVICE=MS or DEVICE=MS@HH:MM-HH:MM for a daily window "
+                                     "(repeatable), e.g. 'sdb=100@01:00-04:00'."),
+    tz: str | None = typer.Option(None, "--tz", help="Zone of --from/--to/--target times and "
+                                  "of imported files without one (default UTC)."),
+    window: float | None = typer.Option(None, "--window", min=1.0, help="Analysis window in "
+                                        "seconds (default 60, or the data's interval when "
+                                        "longer)."),
+    collected: str | None = typer.Option(None, "--start", help="When the collection "
+                                         "started, for files without time stamps (iostat "
+                                         "without -t/-T), as in `iogauge import`."),
+    interval: float | None = typer.Option(None, "--interval", min=0.001, help="Sampling "
+                                          "interval (s) for files that do not print it."),
+    lenient: bool = typer.Option(False, "--lenient", help="Skip unreadable input lines "
+                                 "(and report how many) instead of failing."),
+    all_findings: bool = typer.Option(False, "--all", help="Show every finding, not only "
+                                      "the top ones."),
+    as_json: bool = typer.Option(False, "--json", help="Print the analysis as JSON "
+                                 "(schema: docs/analysis.md)."),
+) -> None:
+    """Judge every device: bottleneck or not, why, and how much headroom is left.
+
+    Attributes of the workload (random/sequential, size, read/write, concurrency) are set
+    against the device's capability for them; seed 004's util-vs-IOPS fit (or the latency
+    knee on SSD/NVMe/RAID) gives the headroom; rules explain findings with evidence.
+
+    Example: `iogauge analyze iostat.log --target 'sdb=100@01:00-04:00' --profile
+    sdb=hdd-7200`, or `iogauge analyze --db web1.duckdb --from 2026-11-22T08:00 --json`.
+    """
+    with user_errors():
+        zone = parse_zone(tz)
+        opts = AnalysisOptions(
+            start=parse_time(start, "--from", zone), end=parse_time(end, "--to", zone),
+            devices=tuple(device or ()), profiles=parse_profiles(profile),
+            catalog_paths=tuple(catalog or ()),
+            targets=tuple(LatencyTarget.parse(t) for t in target or ()),
+            window_s=window, tz=zone or UTC)
+        inputs = load_inputs(files, db, zone=zone, lenient=lenient,
+                             start=parse_time(collected, "--start", zone),
+                             interval_s=interval)
+        for n in inputs.notes:
+            warn(n)
+        result = analyze(inputs.frame, inputs.waits, inputs.infos, opts)
+        if as_json:
+            sys.stdout.write(json.dumps(result.to_dict(), indent=2) + "\n")
+            return
+        if not result.devices:
+            out.print("no device with data in the selection")
+            return
+        print_analysis(out, result, f"iogauge analysis of {inputs.described}",
+                       None if all_findings else 12)

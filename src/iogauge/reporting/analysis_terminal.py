@@ -1,0 +1,88 @@
+"""Terminal rendering of an AnalysisResult: verdict table, then the top findings with evidence."""
+
+from __future__ import annotations
+
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from iogauge.analysis.types import AnalysisResult, Evidence, Finding
+
+VERDICT_STYLE: dict[str, str] = {
+    "bottleneck": "bold red", "near limit": "yellow", "busy, not the bottleneck": "cyan",
+    "healthy": "green", "idle": "dim", "cannot judge": "magenta",
+}
+SEVERITY_STYLE: dict[str, str] = {"critical": "bold red", "warning": "yellow", "info": "cyan"}
+
+
+def _n(v: float | None, decimals: int = 1) -> str:
+    return "-" if v is None else f"{v:,.{decimals}f}"
+
+
+def evidence_text(e: Evidence) -> str:
+    """``svc_t_ms 137.8 ms >= 50 ms (worst 1-min window)``."""
+    unit = f" {e.unit}" if e.unit and e.unit != "%" else e.unit
+    if isinstance(e.value, float):
+        val = f"{e.value:,.4g}" if abs(e.value) < 1e6 else f"{e.value:,.0f}"  # noqa: PLR2004
+    else:
+        val = "-" if e.value is None else str(e.value)
+    s = f"{e.metric} {val}{unit}"
+    if e.threshold is not None:
+        s += f" {e.op or 'vs'} {e.threshold:,.4g}{unit}"
+    if e.note:
+        s += f" ({e.note})"
+    return s
+
+
+def _finding(console: Console, f: Finding) -> None:
+    head = Text()
+    head.append(f"{f.severity.upper():8}", style=SEVERITY_STYLE[f.severity])
+    head.append(f" {f.device or 'host'}", style="bold")
+    head.append(f"  {f.window_start:%Y-%m-%d %H:%M:%S} - {f.window_end:%H:%M:%S} UTC  ",
+                style="dim")
+    head.append(f.title)
+    console.print(head)
+    for e in f.evidence:
+        console.print(f"          · {evidence_text(e)}", markup=False, highlight=False)
+    console.print(f"          why: {f.explanation}", markup=False, highlight=False)
+    console.print(f"          do:  {f.suggestion}", markup=False, highlight=False)
+    console.print(f"          source: {f.source} [{f.rule}]", style="dim", markup=False,
+                  highlight=False)
+
+
+def print_analysis(console: Console, result: AnalysisResult, title: str,
+                   max_findings: int | None = 12) -> None:
+    """Verdict per device, then findings (most severe first; info only when room is left)."""
+    table = Table(title=title, title_justify="left", header_style="bold")
+    for col, just in (("device", "left"), ("verdict", "left"), ("why", "left"),
+                      ("IOPS mean/peak", "right"), ("MB/s", "right"), ("await ms", "right"),
+                      ("%util pk", "right"), ("headroom", "right"), ("capability", "left")):
+        table.add_column(col, justify=just)  # type: ignore[arg-type]
+    for d in result.devices:
+        a = d.attributes
+        cap = d.capacity
+        head = "-"
+        if cap is not None and cap.max_iops is not None and cap.headroom_iops is not None:
+            head = f"{cap.headroom_iops:,.0f} IO/s ({cap.method})"
+        capab = "-"
+        if d.capability is not None:
+            capab = d.capability.profile
+            if d.capability.used_pct is not None:
+                capab += f" {d.capability.used_pct:.0f} % used"
+        table.add_row(d.device, Text(d.verdict, style=VERDICT_STYLE.get(d.verdict, "")),
+                      d.verdict_reason, f"{_n(a.iops_mean)}/{_n(a.iops_peak)}",
+                      _n(a.MBps_mean, 2), _n(a.await_ms, 2), _n(a.util_peak_pct),
+                      head, capab)
+    console.print(table)
+    findings = result.findings
+    shown = findings if max_findings is None else findings[:max_findings]
+    if shown:
+        console.print()
+        console.print(Text("findings", style="bold"))
+        for f in shown:
+            _finding(console, f)
+    if len(shown) < len(findings):
+        console.print(f"... {len(findings) - len(shown)} more finding(s): use --all or --json",
+                      style="dim")
+    for n in result.notes:
+        console.print(f"note: {n}", style="dim", markup=False, highlight=False)
