@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 from typer.testing import CliRunner
@@ -122,4 +123,10 @@ def test_diagnose_json_and_html(tmp_path: Path) -> None:
     assert any("idle" in n for n in devs["sda"]["notes"])
     page = html.read_text()
     assert page.startswith("<!doctype html>")
-    assert "<script" not in page and "http" not in page.replace("http-equiv", "")
+    # the interactive report: scripts inlined, nothing loaded from anywhere
+    # (cited sources may carry URLs as text; no resource is loaded from one)
+    assert not re.search(r"""(?:src|href)\s*=\s*["']?(?:https?:)?//""", page)
+    assert "@import" not in page and "url(" not in page
+    assert "default-src 'none'" in page  # the page's own CSP forbids network access
+    assert "id='iogauge-result'" in page
+    assert {d["device"] for d in doc["analysis"]["devices"]} == {"sda", "vda"}

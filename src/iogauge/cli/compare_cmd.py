@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import sys
 from datetime import datetime
+from pathlib import Path
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import typer
@@ -21,11 +22,13 @@ from iogauge.analysis.compare import (
     WaitChange,
 )
 from iogauge.analysis.compare import compare as compare_frames
+from iogauge.analysis.engine import analyze
 from iogauge.cli.common import err, out, user_errors, warn
 from iogauge.errors import IogaugeError
 from iogauge.importers.registry import FORMATS, expand, import_file
 from iogauge.model.sampleframe import SampleFrame
 from iogauge.model.waitevents import WaitEventFrame
+from iogauge.reporting.html_report import render_report, write_report
 
 #: Decimals shown per unit.
 _DECIMALS = {"1/s": 1, "MB/s": 2, "ms": 2, "%": 1, "requests": 2, "kB": 1}
@@ -167,6 +170,9 @@ def compare(
                                          "the one busy device left on each side is paired "
                                          "automatically."),
     as_json: bool = typer.Option(False, "--json", help="Print the comparison as JSON."),
+    html_out: Path | None = typer.Option(None, "--html", help="Also write the interactive "
+                                         "HTML report of the AFTER data with the compare "
+                                         "view (as `iogauge report`)."),
     alpha: float = typer.Option(ALPHA, "--alpha", min=1e-12, max=0.5, help="Significance "
                                 "level of the noise test."),
     min_effect: float = typer.Option(MIN_EFFECT_PCT, "--min-effect", min=0.0, help="Smallest "
@@ -216,6 +222,14 @@ def compare(
                        interval_s=interval)
         comp = compare_frames(fb, fa, wb, wa, mapping or None, alpha=alpha,
                               min_effect_pct=min_effect)
+        if html_out is not None:
+            # The compare view sits in the AFTER data's report: the state the change led to,
+            # with what moved beside it.
+            result = analyze(fa, wa)
+            html = render_report(fa, result, title=f"iogauge: {before} vs {after}",
+                                 waits=wa.df if len(wa) else None,
+                                 comparison=comp.to_dict())
+            err.print(f"HTML report written to {write_report(html_out, html)}")
         if as_json:
             sys.stdout.write(json.dumps(comp.to_dict(), indent=2) + "\n")
             return

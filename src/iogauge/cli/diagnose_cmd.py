@@ -9,10 +9,12 @@ from pathlib import Path
 import typer
 from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
 
+from iogauge.analysis.engine import AnalysisOptions, analyze
 from iogauge.analysis.summary import summarize
 from iogauge.cli.common import err, out, paced, user_errors, warn
 from iogauge.collector.linux import IntervalResult, LinuxCollector, frame_from_results
-from iogauge.reporting.html_summary import render_html, write_html
+from iogauge.reporting.analysis_terminal import print_analysis
+from iogauge.reporting.html_report import render_report, write_report
 from iogauge.reporting.terminal import print_summary
 
 
@@ -26,16 +28,18 @@ def diagnose(
     partitions: bool = typer.Option(False, "--partitions", "-p",
                                     help="Also summarise partitions."),
     as_json: bool = typer.Option(False, "--json", help="Print the summary as JSON."),
-    html_out: Path | None = typer.Option(None, "--html", help="Also write a self-contained "
-                                         "HTML report to this file."),
+    html_out: Path | None = typer.Option(None, "--html", help="Also write the self-contained "
+                                         "interactive HTML report (as `iogauge report`) to "
+                                         "this file."),
     procfs_root: Path = typer.Option(Path("/proc"), hidden=True),
     sysfs_root: Path = typer.Option(Path("/sys"), hidden=True),
 ) -> None:
-    """Sample the disks live and summarise load, latency and busy per device.
+    """Sample the disks live, summarise each device and give the verdict.
 
     Example: `iogauge diagnose --duration 30 --html report.html`. Latency means are
     weighted by IOPS; %util is flagged where it is not a capacity measure (SSD, NVMe,
-    dm/md, loop).
+    dm/md, loop). Ends with `iogauge analyze` on what was sampled: verdict, capability,
+    headroom and findings per device.
     """
     with user_errors():
         col = LinuxCollector(procfs_root, sysfs_root, devices=devices or None,
@@ -62,16 +66,23 @@ def diagnose(
         infos = col.device_info()
         summaries = summarize(frame, infos)
         title = f"iogauge diagnosis of {host}"
+        # The verdict: the analysis engine on what was just sampled (windows as long as the
+        # run when it is shorter than a minute, so a 10 s diagnosis is one window).
+        result = analyze(frame, None, infos, AnalysisOptions(
+            window_s=min(60.0, max(interval, duration))))
         if as_json:
             doc = {"host": host, "duration_s": duration, "interval_s": interval,
                    "devices": [{**s.to_dict(), "info": infos[s.device].to_dict()
-                                if s.device in infos else None} for s in summaries]}
+                                if s.device in infos else None} for s in summaries],
+                   "analysis": result.to_dict()}
             sys.stdout.write(json.dumps(doc, indent=2) + "\n")
         else:
             if not summaries:
                 out.print("no device to summarise (none has done I/O since boot?)")
             print_summary(out, summaries, infos, title)
+            if result.devices:
+                out.print()
+                print_analysis(out, result, f"verdict for {host}")
         if html_out is not None:
-            p = write_html(html_out, render_html(frame, summaries, infos, host=host,
-                                                 title=title))
+            p = write_report(html_out, render_report(frame, result, title=title))
             err.print(f"HTML report written to {p}")

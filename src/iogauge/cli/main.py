@@ -13,6 +13,7 @@ from iogauge.cli import (
     import_cmd,
     iostat_cmd,
     record_cmd,
+    report_cmd,
 )
 from iogauge.cli.lab_cmd import lab_app
 
@@ -33,6 +34,7 @@ app.command("diagnose")(diagnose_cmd.diagnose)
 app.command("import")(import_cmd.import_)
 app.command("analyze")(analyze_cmd.analyze_cmd)
 app.command("compare")(compare_cmd.compare)
+app.command("report")(report_cmd.report)
 app.add_typer(lab_app, name="lab")
 app.add_typer(guarantee_cmd.guarantee_app, name="guarantee")
 

@@ -23,7 +23,7 @@ def evidence_text(e: Evidence) -> str:
     """``svc_t_ms 137.8 ms >= 50 ms (worst 1-min window)``."""
     unit = f" {e.unit}" if e.unit and e.unit != "%" else e.unit
     if isinstance(e.value, float):
-        val = f"{e.value:,.4g}" if abs(e.value) < 1e6 else f"{e.value:,.0f}"  # noqa: PLR2004
+        val = f"{e.value:,.4g}" if abs(e.value) < 1e6 else f"{e.value:,.0f}"
     else:
         val = "-" if e.value is None else str(e.value)
     s = f"{e.metric} {val}{unit}"
