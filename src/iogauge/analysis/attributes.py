@@ -33,6 +33,7 @@ left None (with a note where a reader would wonder) when there is no basis:
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -200,22 +201,28 @@ def _f(v: object) -> float | None:
     return x if math.isfinite(x) else None
 
 
-def _plan(rows: pl.DataFrame) -> tuple[pl.LazyFrame, dict[str, pl.Expr]]:
+def _plan(rows: pl.DataFrame, signature: dict[str, tuple[bool, bool]] | None = None
+          ) -> tuple[pl.LazyFrame, dict[str, pl.Expr]]:
     """The per-row derived columns (lazy) and the aggregations :func:`compute` reads.
 
     The plan is specialised to the columns the rows actually carry (a null count is free
     in polars): a column that is all null gets no expression, one without nulls needs no
     null handling. A day of 1 s Linux rows then costs ~40 expressions instead of ~120.
+    ``signature`` (column -> (has any value, has no null)) overrides what ``rows`` say, for
+    a plan shared by several devices that carry the same columns (:func:`compute_all`).
     """
     rows = _ensure(rows, _COLUMNS)
-    h = rows.height
-    nulls = {c: rows[c].null_count() for c in _COLUMNS}
+    if signature is None:
+        h = rows.height
+        signature = {c: (rows[c].null_count() < h, rows[c].null_count() == 0)
+                     for c in _COLUMNS}
+    sig = signature
 
     def has(c: str) -> bool:
-        return nulls[c] < h
+        return sig[c][0]
 
     def full(c: str) -> bool:
-        return nulls[c] == 0
+        return sig[c][1]
 
     def col(c: str) -> pl.Expr:
         return pl.col(c) if has(c) else pl.lit(None, dtype=pl.Float64)
@@ -339,11 +346,66 @@ def compute(dev: DeviceContext, ctx: AnalysisContext | None = None) -> Attribute
     agg_lf = lf.select(**aggs)
     sizes_lf = lf.filter(pl.col("_ops") > 0).select(pl.col("_areq"), pl.col("_n"))
     agg_df, sizes = pl.collect_all([agg_lf, sizes_lf])
-    agg = {k: (_f(v) if isinstance(v, float) else v)
-           for k, v in agg_df.row(0, named=True).items()}
+    return _finish(dev, ctx, agg_df.row(0, named=True), sizes)
 
+
+def compute_all(devs: Sequence[DeviceContext], ctx: AnalysisContext) -> None:
+    """:func:`compute` for many devices at once, setting each ``dev.attributes``.
+
+    The same aggregations run as one group-by over ``ctx.frame`` for every group of devices
+    that carry the same columns (usually all of them), instead of one query per device: a
+    day of 1 s samples for 100 devices is one pass over 8.64 M rows. Devices the frame does
+    not hold (built by hand) fall back to :func:`compute`.
+    """
+    frame = ctx.frame
+    if frame is None or not devs:
+        for d in devs:
+            d.attributes = compute(d, ctx)
+        return
+    keys = pl.DataFrame({"host": [d.host for d in devs], "device": [d.device for d in devs]})
+    df = _ensure(frame.join(keys, on=["host", "device"], how="semi")
+                 if keys.height < frame.select("host", "device").n_unique() else frame,
+                 _COLUMNS)
+    by = ["host", "device"]
+    counts = df.group_by(by).agg(pl.len().alias("_h"),
+                                 *[pl.col(c).null_count().alias(c) for c in _COLUMNS])
+    groups: dict[tuple[tuple[bool, bool], ...], list[tuple[str, str]]] = {}
+    for row in counts.iter_rows(named=True):
+        h = row["_h"]
+        sig = tuple((row[c] < h, row[c] == 0) for c in _COLUMNS)
+        groups.setdefault(sig, []).append((str(row["host"]), str(row["device"])))
+    by_key = {(d.host, d.device): d for d in devs}
+    for sig, members in groups.items():
+        signature = dict(zip(_COLUMNS, sig, strict=True))
+        part = df if len(groups) == 1 else df.join(
+            pl.DataFrame({"host": [m[0] for m in members],
+                          "device": [m[1] for m in members]}), on=by, how="semi")
+        lf, aggs = _plan(part, signature)
+        agg_lf = lf.group_by(by).agg(**aggs)
+        sizes_lf = lf.filter(pl.col("_ops") > 0).select(*by, pl.col("_areq"), pl.col("_n"))
+        agg_df, sizes = pl.collect_all([agg_lf, sizes_lf])
+        size_parts = sizes.partition_by(by, as_dict=True, maintain_order=False)
+        empty = sizes.clear().drop(by)
+        for row in agg_df.iter_rows(named=True):
+            k = (str(row["host"]), str(row["device"]))
+            dev = by_key.get(k)
+            if dev is None:
+                continue
+            sz = size_parts.get(k)
+            dev.attributes = _finish(dev, ctx, {c: v for c, v in row.items() if c not in by},
+                                     empty if sz is None else sz.drop(by))
+    for d in devs:
+        if d.attributes is None:
+            d.attributes = compute(d, ctx)
+
+
+def _finish(dev: DeviceContext, ctx: AnalysisContext | None, row: dict[str, object],
+            sizes: pl.DataFrame) -> Attributes:
+    """Attributes from one device's aggregated row and its (size, operations) points."""
+    out = Attributes()
+    agg = {k: (_f(v) if isinstance(v, float) else v) for k, v in row.items()}
     g = agg.get
-    out.intervals = rows.height
+    out.intervals = int(g("intervals") or 0)  # type: ignore[call-overload]
     out.span_s = _f(g("span_s")) or 0.0
     out.iops_mean, out.iops_peak = _f(g("iops_mean")), _f(g("iops_peak"))
     out.r_iops_mean, out.w_iops_mean = _f(g("r_iops_mean")), _f(g("w_iops_mean"))

@@ -112,10 +112,10 @@ class _Points:
 
 def _points(dev: DeviceContext) -> _Points:
     """The device's non-idle intervals (IOPS >= MIN_IOPS) as numpy arrays, NaN = unknown."""
-    rows = dev.rows
     cols = ("interval_s", "iops", "r_iops", "w_iops", "d_iops", "util_pct", "await_ms",
             "r_await_ms", "w_await_ms", "d_await_ms", "kBps", "r_kBps", "w_kBps", "d_kBps",
             "areq_kB", "aqu_sz")
+    rows = dev.select_rows(*cols)  # only these columns are gathered
     missing = [c for c in cols if c not in rows.columns]
     if missing:
         rows = rows.with_columns([pl.lit(None, dtype=pl.Float64).alias(c) for c in missing])

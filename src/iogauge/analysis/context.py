@@ -200,6 +200,8 @@ class AnalysisContext:
         targets: user response-time targets (``--target``), first match wins.
         tz: zone for wall-clock windows of targets (the data is UTC).
         notes: facts about the input the report should state.
+        frame: every analysed row (all devices; the frame the devices' rows are gathered
+            from), for analyses that run once over all devices.
     """
 
     devices: dict[str, DeviceContext]
@@ -209,6 +211,7 @@ class AnalysisContext:
     targets: list[LatencyTarget] = field(default_factory=list)
     tz: ZoneInfo = UTC
     notes: list[str] = field(default_factory=list)
+    frame: pl.DataFrame | None = None
 
     @classmethod
     def build(cls, frame: SampleFrame | pl.DataFrame,
@@ -265,7 +268,7 @@ class AnalysisContext:
             if wdf.height == 0:
                 wdf = None
         return cls(devices=devices, window_s=win, interval_s=interval, waits=wdf,
-                   targets=list(targets), tz=tz, notes=notes)
+                   targets=list(targets), tz=tz, notes=notes, frame=df)
 
     def children(self, key: str) -> list[DeviceContext]:
         """Devices whose ``parent`` is this device (same host): partitions of a disk,

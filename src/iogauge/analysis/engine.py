@@ -148,12 +148,8 @@ def build_context(frame: SampleFrame | pl.DataFrame,
     for dev in devs:
         dev.synthetic = (dev.host, dev.device) not in reported
 
-    def _attributes(dev: DeviceContext) -> None:
-        dev.attributes = attributes.compute(dev, ctx)
-
-    # Per-device work is independent: polars releases the GIL while it computes, so a
-    # thread per core overlaps one device's Python with another's columnar work.
-    _each(_attributes, devs)
+    # One group-by over every device's rows (attributes.compute_all), not a query each.
+    attributes.compute_all(devs, ctx)
     for key in ctx.devices:
         _inherit_counted_sequential(ctx, key)
     for dev in devs:
@@ -164,6 +160,8 @@ def build_context(frame: SampleFrame | pl.DataFrame,
     def _capacity(dev: DeviceContext) -> None:
         dev.capacity = capacity.estimate(dev)
 
+    # Per-device fits are independent: polars and numpy release the GIL while they
+    # compute, so a thread per core overlaps one device's Python with another's numbers.
     _each(_capacity, devs)
     return ctx
 

@@ -307,3 +307,34 @@ def test_means_stay_within_the_rows(rows: list[dict[str, float]]) -> None:
     assert a.concurrency_little == pytest.approx(a.iops_mean * a.await_ms / 1000)
     assert a.areq_kB_p10 is not None and a.areq_kB_p90 is not None
     assert a.areq_kB_p10 <= a.areq_kB_p50 <= a.areq_kB_p90  # type: ignore[operator]
+
+
+def test_compute_all_equals_compute_per_device_across_sources() -> None:
+    """The batched path (one group-by per set of devices carrying the same columns) gives
+    exactly the per-device result, here for a frame mixing RMF, perfmon and sysstat rows
+    (three column signatures)."""
+    import math
+
+    from iogauge.analysis.attributes import compute, compute_all
+    from iogauge.analysis.context import AnalysisContext
+    from iogauge.importers.registry import import_file
+    from iogauge.model.sampleframe import SampleFrame
+
+    fix = Path(__file__).resolve().parents[2] / "fixtures"
+    frames = [import_file(fix / f).frame for f in (
+        "rmf/seed000_before_1rank.txt", "perfmon/relog-utf16-azure-2hosts.csv",
+        "iostat/live-sysstat12.6-x-s-t.txt")]
+    ctx = AnalysisContext.build(SampleFrame.concat(frames))
+    devs = list(ctx.devices.values())
+    assert len(devs) > 20
+    compute_all(devs, ctx)
+    for d in devs:
+        assert d.attributes is not None
+        batched, single = d.attributes.to_dict(), compute(d, ctx).to_dict()
+        assert batched.keys() == single.keys()
+        for k, v in single.items():
+            w = batched[k]
+            if isinstance(v, float) and isinstance(w, float):
+                assert math.isclose(v, w, rel_tol=1e-9, abs_tol=1e-12), (d.key, k)
+            else:
+                assert v == w, (d.key, k)
