@@ -7,6 +7,7 @@ from rich.table import Table
 from rich.text import Text
 
 from iogauge.analysis.types import AnalysisResult, Evidence, Finding
+from iogauge.reporting.metrics import ATTRIBUTE_FORMATS, CAPABILITY_FORMATS, CAPACITY_FORMATS
 
 VERDICT_STYLE: dict[str, str] = {
     "bottleneck": "bold red", "near limit": "yellow", "busy, not the bottleneck": "cyan",
@@ -15,8 +16,7 @@ VERDICT_STYLE: dict[str, str] = {
 SEVERITY_STYLE: dict[str, str] = {"critical": "bold red", "warning": "yellow", "info": "cyan"}
 
 
-def _n(v: float | None, decimals: int = 1) -> str:
-    return "-" if v is None else f"{v:,.{decimals}f}"
+A = ATTRIBUTE_FORMATS  # titles, units and decimals shared with the HTML report
 
 
 def evidence_text(e: Evidence) -> str:
@@ -54,25 +54,32 @@ def print_analysis(console: Console, result: AnalysisResult, title: str,
                    max_findings: int | None = 12) -> None:
     """Verdict per device, then findings (most severe first; info only when room is left)."""
     table = Table(title=title, title_justify="left", header_style="bold")
-    for col, just in (("device", "left"), ("verdict", "left"), ("why", "left"),
-                      ("IOPS mean/peak", "right"), ("MB/s", "right"), ("await ms", "right"),
-                      ("%util pk", "right"), ("headroom", "right"), ("capability", "left")):
+    cols = (("device", "left"), ("verdict", "left"), ("why", "left"),
+            (f"{A['iops_mean'].title} / peak ({A['iops_mean'].unit})", "right"),
+            (f"{A['MBps_mean'].title} ({A['MBps_mean'].unit})", "right"),
+            (f"{A['await_ms'].title} ({A['await_ms'].unit})", "right"),
+            (f"{A['util_peak_pct'].title} ({A['util_peak_pct'].unit})", "right"),
+            (CAPACITY_FORMATS["headroom_iops"].title, "right"), ("capability", "left"))
+    for col, just in cols:
         table.add_column(col, justify=just)  # type: ignore[arg-type]
     for d in result.devices:
         a = d.attributes
         cap = d.capacity
         head = "-"
         if cap is not None and cap.max_iops is not None and cap.headroom_iops is not None:
-            head = f"{cap.headroom_iops:,.0f} IO/s ({cap.method})"
+            h = CAPACITY_FORMATS["headroom_iops"]
+            head = f"{h.fmt(cap.headroom_iops)} {h.unit} ({cap.method})"
         capab = "-"
         if d.capability is not None:
             capab = d.capability.profile
             if d.capability.used_pct is not None:
-                capab += f" {d.capability.used_pct:.0f} % used"
+                u = CAPABILITY_FORMATS["used_pct"]
+                capab += f" {u.fmt(d.capability.used_pct)} {u.unit} used"
         table.add_row(d.device, Text(d.verdict, style=VERDICT_STYLE.get(d.verdict, "")),
-                      d.verdict_reason, f"{_n(a.iops_mean)}/{_n(a.iops_peak)}",
-                      _n(a.MBps_mean, 2), _n(a.await_ms, 2), _n(a.util_peak_pct),
-                      head, capab)
+                      d.verdict_reason,
+                      f"{A['iops_mean'].fmt(a.iops_mean)} / {A['iops_peak'].fmt(a.iops_peak)}",
+                      A["MBps_mean"].fmt(a.MBps_mean), A["await_ms"].fmt(a.await_ms),
+                      A["util_peak_pct"].fmt(a.util_peak_pct), head, capab)
     console.print(table)
     findings = result.findings
     shown = findings if max_findings is None else findings[:max_findings]
