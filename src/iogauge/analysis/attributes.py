@@ -41,6 +41,7 @@ import numpy.typing as npt
 import polars as pl
 
 from iogauge.analysis.types import Attributes
+from iogauge.analysis.windows import device_codes
 
 if TYPE_CHECKING:
     from iogauge.analysis.context import AnalysisContext, DeviceContext
@@ -366,32 +367,36 @@ def compute_all(devs: Sequence[DeviceContext], ctx: AnalysisContext) -> None:
     df = _ensure(frame.join(keys, on=["host", "device"], how="semi")
                  if keys.height < frame.select("host", "device").n_unique() else frame,
                  _COLUMNS)
-    by = ["host", "device"]
-    counts = df.group_by(by).agg(pl.len().alias("_h"),
+    # Integer device codes as the group key (windows.device_codes): cheaper than two
+    # string columns; host and device ride along as the groups' first values.
+    df = df.with_columns(_dev=device_codes(df))
+    by = ["_dev"]
+    counts = df.group_by(by).agg(pl.col("host").first(), pl.col("device").first(),
+                                 pl.len().alias("_h"),
                                  *[pl.col(c).null_count().alias(c) for c in _COLUMNS])
     groups: dict[tuple[tuple[bool, bool], ...], list[tuple[str, str]]] = {}
     for row in counts.iter_rows(named=True):
         h = row["_h"]
         sig = tuple((row[c] < h, row[c] == 0) for c in _COLUMNS)
-        groups.setdefault(sig, []).append((str(row["host"]), str(row["device"])))
+        groups.setdefault(sig, []).append(row["_dev"])
+    names = {row["_dev"]: (str(row["host"]), str(row["device"]))
+             for row in counts.select("_dev", "host", "device").iter_rows(named=True)}
     by_key = {(d.host, d.device): d for d in devs}
     for sig, members in groups.items():
         signature = dict(zip(_COLUMNS, sig, strict=True))
-        part = df if len(groups) == 1 else df.join(
-            pl.DataFrame({"host": [m[0] for m in members],
-                          "device": [m[1] for m in members]}), on=by, how="semi")
+        part = df if len(groups) == 1 else df.filter(pl.col("_dev").is_in(members))
         lf, aggs = _plan(part, signature)
         agg_lf = lf.group_by(by).agg(**aggs)
         sizes_lf = lf.filter(pl.col("_ops") > 0).select(*by, pl.col("_areq"), pl.col("_n"))
         agg_df, sizes = pl.collect_all([agg_lf, sizes_lf])
-        size_parts = sizes.partition_by(by, as_dict=True, maintain_order=False)
+        size_parts = {p["_dev"][0]: p for p in
+                      sizes.sort("_dev").partition_by("_dev", maintain_order=True)}
         empty = sizes.clear().drop(by)
         for row in agg_df.iter_rows(named=True):
-            k = (str(row["host"]), str(row["device"]))
-            dev = by_key.get(k)
+            dev = by_key.get(names[row["_dev"]])
             if dev is None:
                 continue
-            sz = size_parts.get(k)
+            sz = size_parts.get(row["_dev"])
             dev.attributes = _finish(dev, ctx, {c: v for c, v in row.items() if c not in by},
                                      empty if sz is None else sz.drop(by))
     for d in devs:
