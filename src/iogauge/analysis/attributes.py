@@ -388,7 +388,7 @@ def compute_all(devs: Sequence[DeviceContext], ctx: AnalysisContext) -> None:
         lf, aggs = _plan(part, signature)
         agg_lf = lf.group_by(by).agg(**aggs)
         sizes_lf = lf.filter(pl.col("_ops") > 0).select(*by, pl.col("_areq"), pl.col("_n"))
-        agg_df, sizes = pl.collect_all([agg_lf, sizes_lf])
+        agg_df, sizes = pl.collect_all([agg_lf, sizes_lf], engine="streaming")
         size_parts = {p["_dev"][0]: p for p in
                       sizes.sort("_dev").partition_by("_dev", maintain_order=True)}
         empty = sizes.clear().drop(by)
