@@ -1,9 +1,27 @@
-"""`iogauge import`: read the statistics people already have into SampleFrames."""
+"""`iogauge import`: read the statistics people already have into SampleFrames.
+
+Files are read one after the other. A format whose importer reads a stream piece by piece
+(``iter_parse``, e.g. iostat text) is never held in memory whole: its SampleFrames go to the
+output as they come, so with ``--parquet`` a log of any size imports in memory bounded by the
+pieces in flight (a 100 MB iostat log peaks at about 2.7x its size, see
+benchmarks/README.md); other formats are read whole (``parse``).
+
+Nothing is written until every file has been read without error: Parquet goes to a temporary
+file in the target's directory, renamed into place after the last file (and deleted on
+failure); the store receives every row in one transaction after the last file (DuckDB needs
+the rows of that transaction in memory at once: ``--db`` is bounded by the rows, not by the
+text).
+"""
 
 from __future__ import annotations
 
 import json
+import lzma
+import os
 import sys
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -11,14 +29,16 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import polars as pl
 import typer
+from polars.io.plugins import register_io_source
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from iogauge.cli.common import err, out, user_errors, warn
-from iogauge.errors import IogaugeError
-from iogauge.importers.base import ImportResult
-from iogauge.importers.registry import FORMATS, expand, import_file
-from iogauge.model.sampleframe import SampleFrame
+from iogauge.errors import InputFormatError, IogaugeError
+from iogauge.importers.base import Source
+from iogauge.importers.io import compression_of, open_binary, read_bytes, read_head
+from iogauge.importers.registry import FORMATS, detect, expand, load
+from iogauge.model.sampleframe import SCHEMA, SampleFrame
 from iogauge.model.waitevents import WaitEventFrame
 from iogauge.store import Store
 
@@ -37,25 +57,160 @@ def _write_json_rows(df: pl.DataFrame, *, keep: tuple[str, ...]) -> None:
         write(json.dumps(obj, default=_json_default) + "\n")
 
 
-def _summary(results: list[ImportResult]) -> Table:
+@dataclass
+class _Options:
+    """How every file of one ``iogauge import`` is read (the command's options)."""
+
+    fmt: str | None
+    tz: ZoneInfo | None
+    lenient: bool
+    host: str | None
+    start: datetime | None
+    interval_s: float | None
+    date_order: str | None
+
+
+@dataclass
+class _Read:
+    """One input file: what the summary shows, counted while its SampleFrames go by.
+
+    Attributes:
+        path: the file.
+        format: the format id used; ``detected``: sniffed (False: ``--format``).
+        compression: 'gzip', 'xz', 'bzip2', 'zstd' or None.
+        rows, devices, first, last: rows, distinct devices and time span read.
+        waits: database wait events (Statspack/AWR).
+        skipped, skipped_examples, notes: from the file's :class:`Source`.
+        seconds: wall time from opening the file to its last row.
+        input_bytes: decompressed size.
+    """
+
+    path: str
+    format: str
+    detected: bool
+    compression: str | None
+    rows: int = 0
+    devices: set[str] = field(default_factory=set)
+    first: datetime | None = None
+    last: datetime | None = None
+    waits: WaitEventFrame = field(default_factory=WaitEventFrame.empty)
+    skipped: int = 0
+    skipped_examples: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+    input_bytes: int = 0
+
+    def count(self, frame: SampleFrame) -> None:
+        df = frame.df
+        if df.height == 0:
+            return
+        self.rows += df.height
+        self.devices.update(df["device"].unique().to_list())
+        lo, hi = df["ts"].min(), df["ts"].max()
+        if isinstance(lo, datetime) and (self.first is None or lo < self.first):
+            self.first = lo
+        if isinstance(hi, datetime) and (self.last is None or hi > self.last):
+            self.last = hi
+
+    def finish(self, source: Source, t0: float) -> None:
+        self.seconds = time.perf_counter() - t0
+        self.waits = WaitEventFrame.concat(source.waits)
+        self.skipped = source.skipped
+        self.skipped_examples = source.skipped_examples
+        self.notes = source.notes
+
+
+def _open(path: Path, opts: _Options) -> tuple[_Read, Iterator[SampleFrame]]:
+    """Sniff (or take ``--format``) and return the file's summary and its SampleFrames.
+
+    The frames come from the importer's ``iter_parse`` when it has one (the file is read a
+    piece at a time), else from ``parse`` of the whole file; the summary is complete once
+    the frames are exhausted. Errors (unknown format, a bad line) raise from either call.
+    """
+    name = opts.fmt or detect(read_head(path), str(path))
+    module = load(name)
+    source = Source(path=str(path), tz=opts.tz, lenient=opts.lenient, host=opts.host,
+                    start=opts.start, interval_s=opts.interval_s, date_order=opts.date_order)
+    with path.open("rb") as fh:
+        compression = compression_of(fh.read(8))
+    read = _Read(path=str(path), format=name, detected=opts.fmt is None,
+                 compression=compression)
+    iter_parse: Callable[..., Iterator[SampleFrame]] | None = getattr(module, "iter_parse",
+                                                                        None)
+
+    def frames() -> Iterator[SampleFrame]:
+        t0 = time.perf_counter()
+        if iter_parse is None:
+            data = [read_bytes(path)]
+            read.input_bytes = len(data[0])
+            frame = module.parse(data.pop(), source)  # the parser holds the only reference
+            read.count(frame)
+            yield frame
+        else:
+            stream, _ = open_binary(path)
+            try:
+                for frame in iter_parse(stream, source):
+                    read.count(frame)
+                    yield frame
+                read.input_bytes = stream.tell()
+            except (OSError, EOFError, lzma.LZMAError) as exc:
+                raise InputFormatError(path, None, f"cannot read ({compression or 'plain'}):"
+                                       f" {exc}") from exc
+            finally:
+                stream.close()
+        read.finish(source, t0)
+
+    return read, frames()
+
+
+def _concat(frames: list[SampleFrame]) -> SampleFrame:
+    """The rows of ``frames`` as one SampleFrame, columns that are null throughout a frame
+    left out of the copy (they come back as constant nulls, not as allocated columns: a
+    SampleFrame has some 40 measure columns and a format fills a dozen)."""
+    if not frames:
+        return SampleFrame.empty()
+    slim = [f.df.select([c for c in f.df.columns if f.df[c].null_count() < f.df.height])
+            for f in frames if f.df.height]
+    if not slim:
+        return SampleFrame.empty()
+    return SampleFrame(pl.concat(slim, how="diagonal"), validate=False)
+
+
+def _write_parquet(frames: Iterator[SampleFrame], path: Path) -> None:
+    """Stream ``frames`` into the Parquet file ``path`` (zstd, statistics, as
+    :meth:`SampleFrame.to_parquet`) without holding them."""
+    def batches(with_columns: list[str] | None, predicate: Any, n_rows: int | None,
+                batch_size: int | None) -> Iterator[pl.DataFrame]:
+        for frame in frames:
+            yield frame.df
+
+    try:
+        register_io_source(batches, schema=SCHEMA).sink_parquet(
+            path, compression="zstd", statistics=True)
+    except (OSError, pl.exceptions.PolarsError) as exc:
+        raise IogaugeError(f"{path}: cannot write Parquet: {exc}") from exc
+
+
+def _temporary(path: Path) -> Path:
+    return path.with_name(f".{path.name}.{os.getpid()}.tmp")
+
+
+def _summary(reads: list[_Read]) -> Table:
     table = Table(title="imported", title_justify="left", header_style="bold")
     for col in ("file", "format", "rows", "devices", "from", "to", "skipped", "MB/s"):
         table.add_column(col, justify="right" if col in ("rows", "devices", "skipped", "MB/s")
                          else "left")
-    for r in results:
-        df = r.frame.df
-        span = ("-", "-")
-        if df.height:
-            span = (str(df["ts"].min()), str(df["ts"].max()))
+    for r in reads:
+        span = (str(r.first), str(r.last)) if r.rows else ("-", "-")
         fmt = r.format + ("" if r.detected else " (forced)")
         if r.compression:
             fmt += f", {r.compression}"
-        rows = f"{df.height:,}"
+        rows = f"{r.rows:,}"
         if len(r.waits):
             rows += f" + {len(r.waits):,} waits"
         speed = r.input_bytes / 1e6 / r.seconds if r.seconds > 0 else 0.0
-        table.add_row(r.path, fmt, rows, str(df["device"].n_unique() if df.height else 0),
-                      *span, str(r.skipped), f"{speed:,.0f}")
+        table.add_row(r.path, fmt, rows, str(len(r.devices)), *span, str(r.skipped),
+                      f"{speed:,.0f}")
     return table
 
 
@@ -86,7 +241,8 @@ def import_(
     as_json: bool = typer.Option(False, "--json", help="Write one JSON object per "
                                  "SampleFrame row to stdout instead of storing."),
     parquet: Path | None = typer.Option(None, "--parquet", help="Write the rows to this "
-                                        "Parquet file instead of storing."),
+                                        "Parquet file instead of storing (streamed: iostat "
+                                        "logs of any size in bounded memory)."),
     db: Path | None = typer.Option(None, "--db", help="Store file (default: "
                                    "$XDG_DATA_HOME/iogauge/iogauge.duckdb)."),
 ) -> None:
@@ -120,55 +276,78 @@ def import_(
                                    "2026-11-22T02:00 or 2026-11-22T02:00+09:00)") from None
         if date_order is not None and date_order.upper() not in ("MDY", "DMY", "YMD"):
             raise IogaugeError(f"--date-order {date_order!r}: use MDY, DMY or YMD")
+        opts = _Options(fmt=fmt, tz=zone, lenient=lenient, host=host, start=start_dt,
+                        interval_s=interval,
+                        date_order=date_order.upper() if date_order else None)
         paths = expand(files)
-        results: list[ImportResult] = []
+        reads: list[_Read] = []
         failures: list[str] = []
+        kept: list[SampleFrame] = []
         with Progress(TextColumn("importing {task.description}"), BarColumn(),
                       TextColumn("{task.completed}/{task.total} files"), TimeElapsedColumn(),
                       console=err, transient=True, disable=not err.is_terminal) as progress:
             task = progress.add_task("", total=len(paths))
-            for p in paths:
-                progress.update(task, description=p.name)
-                try:
-                    results.append(import_file(p, fmt=fmt, tz=zone, lenient=lenient,
-                                               host=host, start=start_dt,
-                                               interval_s=interval,
-                                               date_order=date_order.upper()
-                                               if date_order else None))
-                except IogaugeError as exc:
-                    failures.append(str(exc))
-                progress.advance(task)
+
+            def frames() -> Iterator[SampleFrame]:
+                """Every file's frames in order; after a failure the files left are still
+                read (so that every failure is named) but their rows go nowhere."""
+                for p in paths:
+                    progress.update(task, description=p.name)
+                    try:
+                        read, batches = _open(p, opts)
+                        for frame in batches:
+                            if not failures:
+                                yield frame
+                        reads.append(read)
+                    except IogaugeError as exc:
+                        failures.append(str(exc))
+                    progress.advance(task)
+
+            tmp = _temporary(parquet) if parquet is not None else None
+            try:
+                if tmp is not None:
+                    _write_parquet(frames(), tmp)
+                else:
+                    kept = list(frames())
+            except BaseException:
+                if tmp is not None:
+                    tmp.unlink(missing_ok=True)
+                raise
         if failures:
+            if tmp is not None:
+                tmp.unlink(missing_ok=True)
             for f in failures:
                 err.print(f"[bold red]error:[/] {f}", markup=True, highlight=False)
             err.print(f"{len(failures)} of {len(paths)} file(s) failed; nothing was written")
             raise typer.Exit(2)
-        for r in results:
+        for r in reads:
             for n in r.notes:
                 warn(f"{r.path}: {n}")
             if r.skipped:
                 warn(f"{r.path}: skipped {r.skipped} unreadable line(s) (--lenient)")
                 for ex in r.skipped_examples:
                     err.print(f"    {ex}", markup=False)
-        frame = SampleFrame.concat([r.frame for r in results])
-        waits = WaitEventFrame.concat([r.waits for r in results if len(r.waits)])
-        if as_json:
-            _write_json_rows(frame.df, keep=("parent",))
-            _write_json_rows(waits.df, keep=())
-            err.print(_summary(results))
-            return
-        if parquet is not None:
-            frame.to_parquet(parquet)
+        rows = sum(r.rows for r in reads)
+        waits = WaitEventFrame.concat([r.waits for r in reads if len(r.waits)])
+        if parquet is not None and tmp is not None:
+            tmp.replace(parquet)
             if len(waits):
                 wpath = parquet.with_name(parquet.stem + ".waits.parquet")
                 waits.df.write_parquet(wpath, compression="zstd")
                 err.print(f"wait events written to {wpath}")
-            out.print(_summary(results))
-            out.print(f"{len(frame):,} rows written to {parquet}")
+            out.print(_summary(reads))
+            out.print(f"{rows:,} rows written to {parquet}")
+            return
+        frame = _concat(kept)
+        del kept[:]
+        if as_json:
+            _write_json_rows(frame.df, keep=("parent",))
+            _write_json_rows(waits.df, keep=())
+            err.print(_summary(reads))
             return
         with Store.open(db) as store:
             store.append(frame, replace=True)
             store.append_waits(waits)
             path = store.path
-        out.print(_summary(results))
+        out.print(_summary(reads))
         out.print(f"{len(frame):,} rows stored in {path}")

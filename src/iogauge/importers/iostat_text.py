@@ -79,19 +79,25 @@ complete report, and a last report that is incomplete (its last line has no newl
 has fewer lines than the report before it and no closing blank line) are dropped with a note.
 
 Speed and memory: the file is read in pieces of :data:`CHUNK_BYTES` cut just after a blank
-line (iostat never breaks a table with one, so each piece is self-contained). A piece is read
-as one polars string column; its lines are classified by their first byte, with exact tests
-only on the few lines that can be banners, stamps, avg-cpu blocks or headers. Device lines
-as long as their header (sysstat pads every field to a fixed width, so nothing overflowed)
-are decoded at the header's column boundaries by :func:`_decode_fixed` — a numpy pass per
-character column over a transposed block of lines, exact like ``strtod``; only lines that
-differ (long names, overflowing values, human units, signs, decimal commas) go through a
-per-layout regular expression. Report boundaries, runs and times are linked across pieces
-by binary search in the sorted indices of the few structural lines. Python loops run over
-headers, runs, pieces and character columns, never over lines. :func:`iter_parse` yields a
-SampleFrame per batch of pieces (:data:`LINK_BYTES`), so memory is bounded by the pieces, not
-the file (``benchmarks/import_speed.py`` streams it to Parquet); :func:`parse` is the same
-over an in-memory buffer.
+line (iostat never breaks a table with one, so each piece is self-contained). A piece stays
+bytes: its lines are byte offsets found with numpy (:class:`_Lines`), classified by their
+first byte, with exact tests only on the few lines that can be banners, stamps, avg-cpu
+blocks or headers; strings are made only for those (one per report block). Device and
+avg-cpu lines as long as their header (sysstat pads every field to a fixed width, so
+nothing overflowed) are rows of a byte matrix decoded at the header's column boundaries by
+:func:`_decode_fixed` — digits combined pairwise in narrow integers over a transposed block,
+exact like ``strtod`` — and device names are decoded once per distinct name
+(:func:`_device_names`); only lines that differ (long names, overflowing values, human
+units, signs, decimal commas) go through a per-layout regular expression, whose values are
+then checked for NaN and negatives (the digit decoder's cannot be either). Report
+boundaries, runs and times are linked across pieces by counting the starts above each line
+in the sorted indices of the few structural lines, and each batch is turned into a
+SampleFrame whose rules are checked per report and per device, not per row
+(:func:`_trusted`). Python loops run over report blocks, headers, runs, pieces and blocks of
+lines, never over device lines. :func:`iter_parse` yields a SampleFrame per batch of pieces
+(:data:`LINK_BYTES`), so memory is bounded by the pieces, not the file (``iogauge import
+--parquet`` streams it to Parquet; ``benchmarks/import_speed.py``); :func:`parse` is the
+same over an in-memory buffer.
 """
 
 from __future__ import annotations
@@ -102,20 +108,21 @@ import re
 from collections import deque
 from collections.abc import Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import BinaryIO
 
 import numpy as np
 import polars as pl
+from numpy.lib.stride_tricks import as_strided
 
 from iogauge.collector.sysfs import guess_parent, kind_from_name
 from iogauge.errors import InputFormatError
 from iogauge.importers import timestamps as tsx
 from iogauge.importers.base import MAX_LISTED_SKIPS, Source
 from iogauge.importers.io import decode
-from iogauge.model.sampleframe import SampleFrame
+from iogauge.model.sampleframe import DEVICE_KINDS, SampleFrame
 
 NAME = "iostat"
 DESCRIPTION = ("sysstat iostat text, 9.x to 12.x (-x or basic, -t, -p ALL, -z, -k/-m/sectors, "
@@ -125,12 +132,15 @@ EXPECTS = ("an 'avg-cpu:  %user …' block or a 'Device' header with iostat colu
 
 #: Bytes read and scanned per piece by :func:`iter_parse` (and :func:`parse`): the working
 #: memory of a scan is a few times this.
-CHUNK_BYTES = 3 << 20
+CHUNK_BYTES = 2 << 20
 
 #: Pieces are linked (reports, times) and turned into SampleFrames in batches of about this
 #: many bytes of text: the batch holds only the pieces' numbers and structural lines, far
-#: less than their text, and the per-batch fixed costs are paid less often.
-LINK_BYTES = 6 << 20
+#: less than their text, and the per-batch fixed costs are paid less often. Measured on the
+#: 100 MB benchmark log (2 CPUs): the peak resident set grows by ~10 MB per MB of batch
+#: (frames being built), the time falls by a few % from 4 MB to 6 MB; 2 MB pieces in 4 MB
+#: batches keep ``iogauge import --parquet`` at ~2.7x the log (the CLI itself is ~115 MB).
+LINK_BYTES = 4 << 20
 
 #: interval_s given to a since-boot-only report when the file has no interval at all.
 UNKNOWN_INTERVAL_S = 1.0
@@ -147,6 +157,10 @@ _DECODE_BLOCK = 8192
 #: release the GIL): one on machines with more than two CPUs; none on two or fewer, where a
 #: second piece in flight costs memory and, measured on a busy 2-CPU host, no time.
 _WORKERS = 1 if (os.cpu_count() or 1) > 2 else 0
+
+#: Multiplier of the device-name hash (:func:`_device_names`): 2^64 / golden ratio, odd, so
+#: that the 8-byte words it mixes spread over all 64 bits.
+_NAME_HASH = np.uint64(0x9E3779B97F4A7C15)
 
 #: Steps between report times needed before a streamed run's interval is fixed.
 _MIN_STEPS = 8
@@ -321,26 +335,88 @@ def _layout(text: str) -> _Layout:
 # ---- reading -------------------------------------------------------------------------------
 
 
-def _read_lines(buf: bytes) -> pl.Series:
-    """The lines of ``buf`` as one string column (blank lines null), whatever the encoding."""
-    def _csv(b: bytes) -> pl.Series:
-        return pl.read_csv(b, has_header=False, separator="\x1f", quote_char=None,
-                           new_columns=["line"], schema={"line": pl.String})["line"]
-    if not buf:
-        return pl.Series("line", [], dtype=pl.String)
+def _utf8(buf: bytes) -> bytes:
+    """``buf`` as UTF-8 text: a piece that is not (a Latin-1 host name, an EUC-JP time stamp,
+    a byte-order mark) is decoded as :func:`.io.decode` reads it and encoded once."""
     if buf.startswith((b"\xef\xbb\xbf", b"\xff\xfe", b"\xfe\xff")) or \
             (len(buf) >= 4 and buf[1:2] == b"\x00" and buf[3:4] == b"\x00"):
-        return _csv(decode(buf).encode("utf-8"))
+        return decode(buf).encode("utf-8")
+    if buf.isascii():
+        return buf
     try:
-        return _csv(buf)
-    except pl.exceptions.ComputeError:
-        # Not UTF-8 (a Latin-1 host name, an EUC-JP time stamp): decode as io.decode does.
-        return _csv(decode(buf).encode("utf-8"))
+        buf.decode("utf-8")
+    except UnicodeDecodeError:
+        return decode(buf).encode("utf-8")
+    return buf
 
 
-def _chunks(stream: BinaryIO, chunk_bytes: int) -> Iterator[tuple[bytes, int, bool]]:
-    """(bytes, number of the chunk's first line - 1, last) for pieces of ``stream`` cut just
-    after a blank line.
+class _Lines:
+    """The lines of a piece as byte offsets into it: no object per line.
+
+    A line ends before its ``\\n``; one ``\\r`` before it (CRLF) is not part of the line,
+    and a last line without a newline is a line. Strings are made only for the lines that
+    need them (:meth:`text`); fixed-width lines are read as rows of a byte matrix
+    (:meth:`matrix`).
+
+    Attributes:
+        buf: the piece (UTF-8).
+        arr: ``buf`` as a uint8 array (no copy).
+        starts, ends: byte offset of each line's first byte and just past its last.
+        lens: length in bytes of each line.
+        n: number of lines.
+    """
+
+    def __init__(self, buf: bytes) -> None:
+        self.buf = buf
+        self.arr = np.frombuffer(buf, dtype=np.uint8)
+        nl = np.flatnonzero(self.arr == 10)
+        ends = nl if not buf or buf.endswith(b"\n") else np.append(nl, len(buf))
+        self.n = int(ends.size)
+        starts = np.zeros(self.n, dtype=np.int64)
+        if self.n > 1:
+            starts[1:] = nl[:self.n - 1] + 1
+        if self.n:
+            cr = (ends > starts) & (self.arr[np.maximum(ends - 1, 0)] == 13)
+            ends = ends - cr
+        self.starts = starts
+        self.ends = ends.astype(np.int64, copy=False)
+        self.lens = self.ends - self.starts
+
+    def text(self, idx: np.ndarray) -> pl.Series:
+        """The lines ``idx`` as strings."""
+        buf = self.buf
+        parts = [buf[s:e] for s, e in zip(self.starts[idx].tolist(), self.ends[idx].tolist(),
+                                          strict=True)]
+        return pl.Series("line", parts, dtype=pl.Binary).cast(pl.String)
+
+    def matrix(self, idx: np.ndarray, width: int) -> np.ndarray:
+        """Lines ``idx``, each exactly ``width`` bytes long, as a (len(idx), width) array."""
+        view = as_strided(self.arr, shape=(self.arr.size - width + 1, width),
+                          strides=(1, 1), writeable=False)
+        out: np.ndarray = view[self.starts[idx]]
+        return out
+
+    def has_prefix(self, idx: np.ndarray, prefix: bytes) -> np.ndarray:
+        """Whether each line of ``idx`` starts with ``prefix``."""
+        ok: np.ndarray = self.lens[idx] >= len(prefix)
+        top = max(self.arr.size - 1, 0)
+        at = self.starts[idx]
+        for k, byte in enumerate(prefix):
+            ok &= self.arr[np.minimum(at + k, top)] == byte
+        return ok
+
+    def has_suffix(self, idx: np.ndarray, suffix: bytes) -> np.ndarray:
+        """Whether each line of ``idx`` ends with ``suffix``."""
+        ok: np.ndarray = self.lens[idx] >= len(suffix)
+        top = max(self.arr.size - 1, 0)
+        at = self.ends[idx] - len(suffix)
+        for k, byte in enumerate(suffix):
+            ok &= self.arr[np.clip(at + k, 0, top)] == byte
+        return ok
+
+
+def _chunks(stream: BinaryIO, chunk_bytes: int) -> Iterator[tuple[bytes, bool]]:
+    """(bytes, last) for pieces of ``stream`` cut just after a blank line.
 
     iostat never puts a blank line inside a device table, so every device line of a piece
     has its ``Device`` header in the same piece: pieces can be scanned independently (and
@@ -356,22 +432,23 @@ def _chunks(stream: BinaryIO, chunk_bytes: int) -> Iterator[tuple[bytes, int, bo
     elif first.startswith(b"\xef\xbb\xbf"):
         first = first[3:]
     carry = first
-    line0 = 0
     while True:
         block = stream.read(chunk_bytes)
         buf = carry + block if carry else block
         if not block:
-            yield buf, line0, True  # possibly empty: it closes the last report
+            yield buf, True  # possibly empty: it closes the last report
             return
-        cut = max(buf.rfind(b"\n\n"), buf.rfind(b"\n\r\n"))
+        cut = buf.rfind(b"\n\n")
+        # a CRLF blank line after it (searching only the tail: a LF file has none, and a
+        # search of the whole piece for it costs as much as the scan of the piece)
+        cut = max(cut, buf.rfind(b"\n\r\n", max(cut, 0)))
         if cut < 0:
             carry = buf
             continue
         cut = buf.index(b"\n", cut + 1) + 1  # just after the blank line
         piece = buf[:cut]
         carry = buf[cut:]
-        yield piece, line0, False
-        line0 += piece.count(b"\n")
+        yield piece, False
 
 
 @dataclass
@@ -383,7 +460,7 @@ class _Scan:
     Attributes:
         n_lines: lines in the piece.
         struct: banner, stamp, avg-cpu, avg-cpu values and Device header lines
-            (``i``, ``kind``, ``line``).
+            (``i``, ``line``, ``kind``; ``line`` is null for avg-cpu values, read here).
         rows: parsed device lines (``i``, ``device``, ``part`` flag, measures).
         cpu: avg-cpu values (``i`` of the values line, cpu_* columns).
         orphans: indices of lines that are not in any table.
@@ -391,6 +468,8 @@ class _Scan:
         notes: notes of the layouts met (unknown columns …).
         last_kind: kind of the piece's last line; ``newline``: it ends with one.
         last_row: index of the last device line (orphans included), or -1.
+        unclean: some value may be NaN, infinite or negative (read as text by polars, not
+            by the digit decoder, which reads digits only): see ``_Parser._clean_values``.
     """
 
     n_lines: int
@@ -403,71 +482,120 @@ class _Scan:
     last_kind: int
     newline: bool
     last_row: int
+    unclean: bool = False
 
 
-def _classify(lines: pl.Series) -> pl.Series:
-    """Kind of every line: one pass for the first byte, exact tests on the few lines whose
-    first byte allows a banner, stamp, avg-cpu or Device header."""
-    n = lines.len()
-    first = lines.cast(pl.Binary).bin.slice(0, 1)
-    digits = [str(d).encode() for d in range(10)]
-    look = sorted({b"L", b"a", b"D", b" ", b"\t", *digits})
-    base = pl.select(pl.when(first.is_null()).then(pl.lit(_BLANK, pl.UInt8))
-                     .otherwise(pl.lit(_ROW, pl.UInt8))).to_series()
-    cand = pl.DataFrame({"line": lines, "first": first}).with_row_index("i").filter(
-        pl.col("first").is_in(look))
-    if cand.height == 0:
-        return base.alias("kind")
-    text = pl.col("line")
-    is_stamp = ((text.str.contains(tsx.NUMERIC_PATTERN) | text.str.contains(tsx.CJK_PATTERN))
-                & text.str.contains(r"[:時时시]"))
-    kinds = cand.select(
-        "i",
-        pl.when(text.str.starts_with("Linux ") & text.str.contains(_BANNER_RE))
-        .then(pl.lit(_BANNER, pl.UInt8))
-        .when(text.str.starts_with("avg-cpu")).then(pl.lit(_CPUH, pl.UInt8))
-        .when(text.str.starts_with("Device") | text.str.ends_with(" Device"))
-        .then(pl.lit(_DEVH, pl.UInt8))
-        .when(pl.col("first").is_in(digits) & is_stamp).then(pl.lit(_TS, pl.UInt8))
-        .when(text.str.contains(r"^\s*$")).then(pl.lit(_BLANK, pl.UInt8))
-        .otherwise(pl.lit(_ROW, pl.UInt8)).alias("kind"))
-    out = base.scatter(kinds["i"], kinds["kind"])
+#: First bytes of lines that may be a banner, stamp, avg-cpu block, Device header or blank.
+_LOOK = np.zeros(256, dtype=bool)
+_LOOK[list(b"LaD \t0123456789")] = True
+_IS_DIGIT = np.zeros(256, dtype=bool)
+_IS_DIGIT[list(b"0123456789")] = True
+#: Last bytes a whitespace-only line can have (regex ``\s`` is Unicode: bytes >= 0x80 too).
+_WS_END = np.zeros(256, dtype=bool)
+_WS_END[[9, 10, 11, 12, 13, 32, *range(0x80, 0x100)]] = True
+_STRUCT_KIND = np.zeros(256, dtype=bool)
+_STRUCT_KIND[list(_STRUCTURAL)] = True
+
+
+def _classify(lines: _Lines) -> np.ndarray:
+    """Kind of every line: the first byte decides for most lines (device lines start with
+    a name); exact tests run only on lines whose first byte allows a banner, stamp,
+    avg-cpu block, Device header or blank, and strings are made only for the few that need
+    a regular expression (banners, stamps, whitespace-only lines)."""
+    arr, n = lines.arr, lines.n
+    kind = np.full(n, _ROW, dtype=np.uint8)
+    nonempty = np.flatnonzero(lines.lens > 0)
+    kind[lines.lens == 0] = _BLANK
+    first = arr[lines.starts[nonempty]]
+    pick = _LOOK[first]
+    cand, first = nonempty[pick], first[pick]
+    if cand.size == 0:
+        return kind
+    out = np.full(cand.size, _ROW, dtype=np.uint8)
+    # lowest priority first: each later test overrides (banner > avg-cpu > Device > stamp >
+    # blank > device line)
+    ws = np.flatnonzero(((first == 32) | (first == 9)) & _WS_END[arr[lines.ends[cand] - 1]])
+    if ws.size:
+        blank = lines.text(cand[ws]).str.contains(r"^\s*$").to_numpy()
+        out[ws[blank]] = _BLANK
+    digit = np.flatnonzero(_IS_DIGIT[first])
+    if digit.size:
+        text = lines.text(cand[digit])
+        stamp = ((text.str.contains(tsx.NUMERIC_PATTERN) | text.str.contains(tsx.CJK_PATTERN))
+                 & text.str.contains(r"[:時时시]")).to_numpy()
+        out[digit[stamp]] = _TS
+    ends_e = np.flatnonzero(arr[lines.ends[cand] - 1] == ord("e"))
+    devh = ends_e[lines.has_suffix(cand[ends_e], b" Device")]
+    out[devh] = _DEVH
+    d = np.flatnonzero(first == ord("D"))
+    out[d[lines.has_prefix(cand[d], b"Device")]] = _DEVH
+    a = np.flatnonzero(first == ord("a"))
+    out[a[lines.has_prefix(cand[a], b"avg-cpu")]] = _CPUH
+    el = np.flatnonzero(first == ord("L"))
+    el = el[lines.has_prefix(cand[el], b"Linux ")]
+    if el.size:
+        banner = lines.text(cand[el]).str.contains(_BANNER_RE).to_numpy()
+        out[el[banner]] = _BANNER
+    kind[cand] = out
     # the line after an avg-cpu header holds its values
-    after = kinds.filter(pl.col("kind") == _CPUH)["i"] + 1
-    after = after.filter(after < n)
-    if after.len():
-        vals = out.gather(after)
-        out = out.scatter(after.filter(vals != _BLANK), _CPUV)
-    return out.alias("kind")
+    after = cand[out == _CPUH] + 1
+    after = after[after < n]
+    kind[after[kind[after] != _BLANK]] = _CPUV
+    return kind
 
 
-def _scan(buf: bytes, line0: int, final: bool, layouts: dict[str, _Layout]) -> _Scan:
-    """Phase A: classify the lines of a piece and read its device and avg-cpu lines."""
-    lines = _read_lines(buf)
-    n = lines.len()
+def _frame_of(lines: _Lines, idx: np.ndarray) -> pl.DataFrame:
+    """Lines ``idx`` as a frame of (``i`` line index, ``line`` text)."""
+    return pl.DataFrame({"i": pl.Series("i", idx, dtype=pl.Int64), "line": lines.text(idx)})
+
+
+def _scan(buf: bytes, final: bool, layouts: dict[str, _Layout]) -> _Scan:
+    """Phase A: classify the lines of a piece and read its device and avg-cpu lines.
+
+    Line indices are the piece's own (0 = its first line): the pieces' scans may run in
+    parallel, before the number of lines above a piece is known (:func:`_shift`)."""
+    buf = _utf8(buf)
+    lines = _Lines(buf)
+    n = lines.n
     newline = not buf or buf.endswith(b"\n")
-    frame = pl.DataFrame({"line": lines, "kind": _classify(lines)}).with_row_index("i")
-    if line0:
-        frame = frame.with_columns(pl.col("i").cast(pl.Int64) + line0)
-    else:
-        frame = frame.with_columns(pl.col("i").cast(pl.Int64))
-    struct = frame.filter(pl.col("kind").is_in(_STRUCTURAL))
-    rows = frame.filter(pl.col("kind") == _ROW).select("i", "line")
+    kind = _classify(lines)
+    struct_idx = np.flatnonzero(_STRUCT_KIND[kind])
+    struct_kind = kind[struct_idx]
+    has_text = np.flatnonzero(struct_kind != _CPUV)
+    text = pl.Series("line", [None] * struct_idx.size, dtype=pl.String)
+    if has_text.size == struct_idx.size:
+        text = lines.text(struct_idx)
+    elif has_text.size:
+        text = text.scatter(has_text, lines.text(struct_idx[has_text]))
+    struct = pl.DataFrame({"i": pl.Series("i", struct_idx, dtype=pl.Int64), "line": text,
+                           "kind": pl.Series("kind", struct_kind, dtype=pl.UInt8)})
+    rows = np.flatnonzero(kind == _ROW)
     notes: list[str] = []
     bad: list[tuple[int, str]] = []
-    last_kind = int(frame["kind"][-1]) if n else _BLANK
-    last_row = int(rows["i"][-1]) if rows.height else -1
+    last_kind = int(kind[-1]) if n else _BLANK
+    last_row = int(rows[-1]) if rows.size else -1
     # a device line belongs to the table whose header is the last non-device line above it
     # (a piece starts after a blank line: nothing above counts)
-    nonrow = frame.filter(pl.col("kind") != _ROW).select("i", "kind")
-    pos = nonrow["i"].search_sorted(rows["i"], side="right").cast(pl.Int64) - 1
-    ctx = nonrow["kind"].gather(pos.clip(0, None))
-    in_table = pl.select(pl.when(pos >= 0).then(ctx == _DEVH).otherwise(False)).to_series()
-    orphans = rows.filter(~in_table)["i"]
-    rows = rows.filter(in_table)
-    parsed = _parse_rows(struct, rows, layouts, notes, bad)
-    cpu = _parse_cpu(struct, bad)
-    return _Scan(n, struct, parsed, cpu, orphans, bad, notes, last_kind, newline, last_row)
+    above = np.maximum.accumulate(np.where(kind != _ROW, np.arange(n), -1))[rows]
+    in_table = (above >= 0) & (kind[np.maximum(above, 0)] == _DEVH)
+    orphans = pl.Series("i", rows[~in_table], dtype=pl.Int64)
+    header_of = above[in_table]
+    unclean = [False]
+    parsed = _parse_rows(lines, struct, rows[in_table], header_of, layouts, notes, bad, unclean)
+    cpu = _parse_cpu(lines, kind, struct, bad, unclean)
+    return _Scan(n, struct, parsed, cpu, orphans, bad, notes, last_kind, newline, last_row,
+                 unclean[0])
+
+
+def _stack(frames: list[pl.DataFrame]) -> pl.DataFrame:
+    """Frames one under the other: their chunks appended when the columns agree (no copy),
+    else matched by name, missing columns null."""
+    if len(frames) == 1:
+        return frames[0]
+    first = frames[0].schema
+    if all(f.schema == first for f in frames[1:]):
+        return pl.concat(frames, how="vertical")
+    return pl.concat(frames, how="diagonal_relaxed")
 
 
 def _merge(scans: list[_Scan]) -> _Scan:
@@ -477,148 +605,227 @@ def _merge(scans: list[_Scan]) -> _Scan:
     last = scans[-1]
     return _Scan(
         n_lines=sum(x.n_lines for x in scans),
-        struct=pl.concat([x.struct for x in scans], how="vertical_relaxed"),
-        rows=pl.concat([x.rows for x in scans], how="diagonal_relaxed"),
-        cpu=pl.concat([x.cpu for x in scans], how="diagonal_relaxed"),
+        struct=_stack([x.struct for x in scans]),
+        rows=_stack([x.rows for x in scans]),
+        cpu=_stack([x.cpu for x in scans]),
         orphans=pl.concat([x.orphans for x in scans]),
         bad=[b for x in scans for b in x.bad],
         notes=[n for x in scans for n in x.notes],
         last_kind=last.last_kind, newline=last.newline,
-        last_row=max(x.last_row for x in scans))
+        last_row=max(x.last_row for x in scans),
+        unclean=any(x.unclean for x in scans))
 
 
-def _parse_rows(struct: pl.DataFrame, rows: pl.DataFrame, layouts: dict[str, _Layout],
-                notes: list[str], bad: list[tuple[int, str]]) -> pl.DataFrame:
-    """Device lines -> numbers, per distinct Device header (a few per file)."""
-    if rows.height == 0:
+def _shift(scan: _Scan, line0: int) -> _Scan:
+    """``scan`` with line indices counted from the file's start (``line0`` lines above)."""
+    if line0 == 0:
+        return scan
+    i = pl.col("i") + line0
+    return replace(scan, struct=scan.struct.with_columns(i), rows=scan.rows.with_columns(i),
+                   cpu=scan.cpu.with_columns(i), orphans=scan.orphans + line0,
+                   bad=[(ln + line0, reason) for ln, reason in scan.bad],
+                   last_row=scan.last_row + line0 if scan.last_row >= 0 else -1)
+
+
+def _parse_rows(lines: _Lines, struct: pl.DataFrame, rows: np.ndarray, header_of: np.ndarray,
+                layouts: dict[str, _Layout], notes: list[str],
+                bad: list[tuple[int, str]], unclean: list[bool]) -> pl.DataFrame:
+    """Device lines ``rows`` (under the Device headers ``header_of``) -> numbers, per
+    distinct Device header (a few per file)."""
+    if rows.size == 0:
         return pl.DataFrame(schema={"i": pl.Int64, "device": pl.String, "part": pl.Boolean})
-    headers = struct.filter(pl.col("kind") == _DEVH).select("i", "line")
+    headers = struct.filter(pl.col("kind") == _DEVH)
     texts = headers["line"].unique(maintain_order=True).to_list()
     for text in texts:
         lay = layouts.get(text)
         if lay is None:
             lay = layouts[text] = _layout(text)
         notes.extend(lay.notes)
-    work = rows
+    groups = [(texts[0], rows)]
     if len(texts) > 1:
-        lay_of = {t: n for n, t in enumerate(texts)}
-        hdr_lay = headers["line"].replace_strict(lay_of, return_dtype=pl.Int64)
-        pos = headers["i"].search_sorted(rows["i"], side="right").cast(pl.Int64) - 1
-        work = work.with_columns(hdr_lay.gather(pos).alias("lay"))
+        code = headers["line"].replace_strict({t: k for k, t in enumerate(texts)},
+                                              return_dtype=pl.Int64).to_numpy()
+        row_code = code[np.searchsorted(headers["i"].to_numpy(), header_of)]
+        groups = [(t, rows[row_code == k]) for k, t in enumerate(texts)]
     frames: list[pl.DataFrame] = []
-    for n_lay, text in enumerate(texts):
-        sub = work.filter(pl.col("lay") == n_lay) if len(texts) > 1 else work
-        if sub.height:
+    for text, sel in groups:
+        if sel.size:
             lay = layouts[text]
             part = lay.part or lay.device_last
-            frames.append(_parse_layout(lay, sub.select("i", "line"), bad)
+            frames.append(_parse_layout(lay, lines, sel, bad, unclean)
                           .with_columns(pl.lit(part).alias("part")))
     out = pl.concat(frames, how="diagonal_relaxed") if len(frames) > 1 else frames[0]
     return out.sort("i") if len(frames) > 1 else out
 
 
-def _decode_fixed(lines: pl.Series, fields: list[tuple[int, int]]
+def _decode_fixed(mat: np.ndarray, fields: list[tuple[int, int]]
                   ) -> tuple[list[np.ndarray], np.ndarray]:
-    """Numbers at fixed byte ranges of equal-length ASCII lines, as ``strtod`` reads them.
+    """Numbers at fixed byte ranges of the rows of ``mat`` (equal-length lines), as
+    ``strtod`` reads them.
 
     Each range must hold spaces, then digits, then — at the same place as in the first
     line — a '.' and digits (sysstat's right-aligned ``" %*.2f"``). The digits are read as
     one integer (exact) and divided by the power of ten of the decimals (one correctly
     rounded division: the same double as parsing the text). Lines shaped otherwise (a sign,
     nan, a human suffix, a decimal comma) are flagged, not read: the caller parses them on
-    the regex path. Vectorised with numpy over a transposed block of lines: one pass per
-    character column, none per line.
+    the regex path.
+
+    Vectorised with numpy over blocks of lines transposed to one row per character column,
+    so that every test is one pass over the block: character classes, the dot, the
+    digits' places, no space after a digit. The digits of each range are gathered
+    right-aligned into groups of eight (a space counts as a leading zero) and combined
+    pairwise — 10 x digit + digit in uint8, 100 x pair + pair in uint16, 10,000 x quad +
+    quad in uint32 — so a value costs three operations, not two per digit. A value of more
+    than 15 digits (never printed by sysstat) is left to the regex path, as its digits may
+    not fit a double exactly.
 
     Returns the values per range and a per-line ``ok`` mask.
     """
-    k = lines.len()
-    width = len(lines[0].encode()) if k else 0
-    data = np.frombuffer(lines.str.join("").item().encode(), dtype=np.uint8)
-    if data.size != k * width:  # not single-byte text after all
-        return [np.zeros(k) for _ in fields], np.zeros(k, dtype=bool)
-    mat = data.reshape(k, width)
+    k = mat.shape[0]
+    n_fields = len(fields)
     a0, b0 = fields[0][0], fields[-1][1]
+    span = b0 - a0
     dots = []
     for a, b in fields:
-        d = bytes(mat[0, a:b]).rfind(b".")
+        d = bytes(mat[0, a:b]).rfind(b".") if k else -1
         dots.append(a + d if d >= 0 else b)
+    if k == 0 or any(d <= a for (a, _b), d in zip(fields, dots, strict=True)):
+        # no digit before a dot: nothing is read here (the regex path reads or refuses)
+        return [np.zeros(k) for _ in fields], np.zeros(k, dtype=bool)
+    digits = [[c - a0 for c in range(a, b) if c != d]
+              for (a, b), d in zip(fields, dots, strict=True)]
+    groups = -(-max(len(p) for p in digits) // 8)
+    slots = 8 * groups
+    sel = np.full((n_fields, slots), span, dtype=np.intp)  # row ``span`` is all zeros
+    need_digit = np.zeros(span, dtype=bool)  # the decimals and the digit before the dot
+    dot_rows: list[int] = []
+    inner = np.zeros(span, dtype=bool)  # not the first byte of a range
+    in_range = np.zeros(span, dtype=bool)  # columns between ranges are not read
+    scale = np.empty((n_fields, 1))
+    for j, ((a, b), d) in enumerate(zip(fields, dots, strict=True)):
+        sel[j, slots - len(digits[j]):] = digits[j]
+        need_digit[d - a0 - 1] = True
+        if d < b:
+            dot_rows.append(d - a0)
+            need_digit[d - a0 + 1:b - a0] = True
+        inner[a - a0 + 1:b - a0] = True
+        in_range[a - a0:b - a0] = True
+        scale[j] = float(10 ** max(b - d - 1, 0))
+    sel_flat = sel.ravel()
+    need = np.flatnonzero(need_digit)
+    after = np.flatnonzero(inner[1:])  # (c - 1, c) pairs inside a range
+    gaps = None if in_range.all() else np.flatnonzero(~in_range)
     ok = np.ones(k, dtype=bool)
-    out = [np.empty(k, dtype=np.float64) for _ in fields]
+    out = np.empty((n_fields, k), dtype=np.float64)
+    block = np.zeros((span + 1, min(k, _DECODE_BLOCK)), dtype=np.uint8)
     for r0 in range(0, k, _DECODE_BLOCK):
         r1 = min(k, r0 + _DECODE_BLOCK)
-        cols = np.ascontiguousarray(mat[r0:r1, a0:b0].T)  # one row per character column
-        okb = ok[r0:r1]
-        for j, (a, b) in enumerate(fields):
-            dot = dots[j]
-            ip = cols[a - a0:dot - a0]
-            if ip.shape[0] == 0:
-                okb &= False
-                continue
-            sp = ip == 32
-            dg = (ip - 48) < 10  # uint8 arithmetic: below '0' wraps high
-            okb &= (sp | dg).all(axis=0)
-            okb &= ~(sp[1:] & ~sp[:-1]).any(axis=0)  # no space after a digit
-            okb &= dg[-1]
-            whole = np.where(dg, ip - 48, 0)
-            cents = np.zeros(r1 - r0, dtype=np.int64)
-            for q in range(whole.shape[0]):
-                cents *= 10
-                cents += whole[q]
-            if dot < b:
-                okb &= cols[dot - a0] == 46
-                fp = cols[dot + 1 - a0:b - a0]
-                okb &= ((fp - 48) < 10).all(axis=0)
-                for q in range(fp.shape[0]):
-                    cents *= 10
-                    cents += fp[q]
-                    cents -= 48
-                np.divide(cents, float(10 ** fp.shape[0]), out=out[j][r0:r1])
-            else:
-                out[j][r0:r1] = cents
-    return out, ok
+        cols = block[:, :r1 - r0]
+        body = cols[:span]
+        body[...] = mat[r0:r1, a0:b0].T
+        sp = body == 32
+        dg = (body - 48) < 10  # uint8 arithmetic: below '0' wraps high
+        good = sp | dg
+        if dot_rows:
+            good[dot_rows] = body[dot_rows] == 46
+        if gaps is not None:
+            good[gaps] = True
+        okb = good.all(axis=0)
+        okb &= dg[need].all(axis=0)
+        okb &= ~(sp[1:][after] & ~sp[:-1][after]).any(axis=0)  # no space after a digit
+        g = cols[sel_flat] & np.uint8(15)  # a digit's value; a space (and a pad) is 0
+        pairs = g[0::2] * np.uint8(10) + g[1::2]
+        quads = pairs[0::2].astype(np.uint16) * np.uint16(100) + pairs[1::2]
+        eights = quads[0::2].astype(np.uint32) * np.uint32(10_000) + quads[1::2]
+        if groups == 1:
+            np.divide(eights, scale, out=out[:, r0:r1])
+        else:  # more than 8 digits: exact in int64, then one division as above
+            parts = eights.reshape(n_fields, groups, r1 - r0).astype(np.int64)
+            whole = parts[:, -2] * 100_000_000 + parts[:, -1]
+            # beyond 2**53 the integer is not a double: the regex path parses such a line
+            okb &= ((whole < 2**53) & (parts[:, :-2] == 0).all(axis=1)).all(axis=0)
+            np.divide(whole, scale, out=out[:, r0:r1])
+        ok[r0:r1] = okb
+    return list(out), ok
 
 
-def _parse_layout(lay: _Layout, rows: pl.DataFrame,
-                  bad: list[tuple[int, str]]) -> pl.DataFrame:
-    """Numbers of the device lines under one header: fixed-width fast path, then regex.
+def _device_names(mat: np.ndarray, width: int) -> tuple[pl.Series, np.ndarray]:
+    """Device names from the name field (``%-13s``: the first ``width`` bytes) of the
+    fixed-width lines ``mat`` (C-contiguous): trailing spaces stripped; and whether each is
+    a name (not empty, no space inside, UTF-8).
+
+    The same few names repeat in every report, so each distinct field is decoded once. A
+    field is two overlapping 8-byte words (bytes 0-7 and width-8 .. width-1, read in place),
+    which together are the field; rows are grouped by a hash of the pair (hash grouping in
+    polars), and the grouping is checked word for word, so a hash collision cannot merge
+    two names (it falls back to grouping by the bytes themselves).
+    """
+    k, stride = mat.shape
+    lo = np.ndarray((k,), dtype="<u8", buffer=mat, offset=0, strides=(stride,)).copy()
+    hi = np.ndarray((k,), dtype="<u8", buffer=mat, offset=width - 8, strides=(stride,)).copy()
+    hashed = lo * _NAME_HASH
+    hashed ^= hi
+    first = np.flatnonzero(pl.Series("h", hashed).is_first_distinct().to_numpy())
+    first = first[np.argsort(hashed[first])]
+    inv = np.searchsorted(hashed[first], hashed)
+    if not (np.array_equal(lo, lo[first][inv]) and np.array_equal(hi, hi[first][inv])):
+        _, first, inv = np.unique(mat[:, :width], axis=0, return_index=True,
+                                  return_inverse=True)
+        inv = inv.ravel()
+    names: list[str] = []
+    valid: list[bool] = []
+    for r in first.tolist():
+        try:
+            name = bytes(mat[r, :width]).rstrip(b" ").decode("utf-8")
+        except UnicodeDecodeError:
+            name = ""
+        names.append(name)
+        valid.append(bool(name) and " " not in name)
+    device = pl.Series("device", names, dtype=pl.String).gather(
+        pl.Series("inv", inv.astype(np.uint32, copy=False)))
+    return device, np.array(valid, dtype=bool)[inv]
+
+
+def _parse_layout(lay: _Layout, lines: _Lines, sel: np.ndarray, bad: list[tuple[int, str]],
+                  unclean: list[bool]) -> pl.DataFrame:
+    """Numbers of the device lines ``sel`` under one header: fixed-width fast path, then
+    regex.
 
     sysstat prints the name as ``%-13s`` and each value right-aligned in a fixed width
     (``" %*.2f"``), so a line exactly as long as its header has no overflowed field and
     each value lies between the ends of two header names (:func:`_decode_fixed`). Lines
     that differ (long names, overflowing values, human units, signs, decimal commas) take
-    the regex path (:func:`_parse_slow`).
+    the regex path (:func:`_parse_slow`), whose values may be NaN or negative (``unclean``).
     """
-    line = pl.col("line")
     width = _DEVICE_WIDTH
-    if lay.device_last or not lay.cols or lay.ends[1] - width < 2:
-        return _parse_slow(lay, rows, bad)
     header_len = len(lay.text.encode("utf-8"))
-    fixed = rows.select((line.str.len_bytes() == header_len).alias("f"))["f"]
-    cand = rows.filter(fixed)
-    if cand.height == 0:
-        return _parse_slow(lay, rows, bad)
+    fixed = lines.lens[sel] == header_len
+    if lay.device_last or not lay.cols or lay.ends[1] - width < 2 or not fixed.any():
+        unclean[0] = True
+        return _parse_slow(lay, _frame_of(lines, sel), bad)
+    cand = sel[fixed]
     fields = [(lay.ends[idx - 1] if idx > 1 else width, lay.ends[idx])
               for idx, _tok, _spec in lay.cols]
-    values, ok = _decode_fixed(cand["line"], fields)
-    device = cand["line"].str.slice(0, width).str.strip_chars_end(" ")
-    ok &= (device.str.len_bytes() > 0).to_numpy() & \
-        ~device.str.contains(" ", literal=True).to_numpy()
-    cols = {"i": cand["i"], "device": device}
+    mat = lines.matrix(cand, header_len)
+    values, ok = _decode_fixed(mat, fields)
+    device, named = _device_names(mat, width)
+    ok &= named
+    cols: dict[str, pl.Series] = {"i": pl.Series("i", cand, dtype=pl.Int64),
+                                  "device": device}
     for (_idx, _tok, spec), v in zip(lay.cols, values, strict=True):
-        cols[spec.target or ""] = pl.Series(v * spec.factor if spec.factor != 1.0 else v)
+        target = spec.target or ""
+        cols[target] = pl.Series(target, v * spec.factor if spec.factor != 1.0 else v)
     fast = pl.DataFrame(cols)
-    if ok.all():
-        slow = rows.filter(~fixed)
-    else:
-        mask = pl.Series(ok)
-        retry = cand.filter(~mask)["i"]
-        fast = fast.filter(mask)
-        slow = pl.concat([rows.filter(~fixed), cand.filter(~mask)]).sort("i")
-        del retry
-    if slow.height == 0:
+    slow = sel[~fixed]
+    if not ok.all():
+        fast = fast.filter(pl.Series("ok", ok))
+        slow = np.sort(np.concatenate([slow, cand[~ok]]))
+    if slow.size == 0:
         return fast
+    unclean[0] = True
     # file order: lines that took the regex path go back between their neighbours
-    return pl.concat([fast, _parse_slow(lay, slow, bad)], how="vertical_relaxed").sort("i")
+    return pl.concat([fast, _parse_slow(lay, _frame_of(lines, slow), bad)],
+                     how="vertical_relaxed").sort("i")
 
 
 def _parse_slow(lay: _Layout, rows: pl.DataFrame, bad: list[tuple[int, str]]) -> pl.DataFrame:
@@ -670,45 +877,62 @@ def _merge_name_lines(lay: _Layout, rows: pl.DataFrame) -> pl.DataFrame:
     return merged.filter(~pl.col("consumed")).drop("name_only", "consumed")
 
 
-def _parse_cpu(struct: pl.DataFrame, bad: list[tuple[int, str]]) -> pl.DataFrame:
-    """avg-cpu values (the line after each avg-cpu header); fixed width like device lines."""
+def _parse_cpu(lines: _Lines, kind: np.ndarray, struct: pl.DataFrame,
+               bad: list[tuple[int, str]], unclean: list[bool]) -> pl.DataFrame:
+    """avg-cpu values (the line after each avg-cpu header); fixed width like device lines,
+    read by :func:`_decode_fixed`; other lines split at blanks."""
     empty = pl.DataFrame(schema={"i": pl.Int64, **dict.fromkeys(_CPU_TARGETS, pl.Float64)})
-    val = struct.filter(pl.col("kind") == _CPUV).select("i", pl.col("line").alias("v"))
-    if val.height == 0:
+    vals = np.flatnonzero(kind == _CPUV)
+    if vals.size == 0:
         return empty
-    hdr = struct.filter(pl.col("kind") == _CPUH).select((pl.col("i") + 1).alias("i"),
-                                                        pl.col("line").alias("h"))
-    both = val.join(hdr, on="i", how="left")
+    has_header = kind[vals - 1] == _CPUH
+    for i in vals[~has_header].tolist():
+        bad.append((i + 1, "avg-cpu values without their header"))
+    vals = vals[has_header]
+    if vals.size == 0:
+        return empty
+    heads = struct.filter(pl.col("kind") == _CPUH)
+    htext = heads["line"].gather(pl.Series("at", np.searchsorted(heads["i"].to_numpy(), vals - 1)))
+    texts = htext.unique(maintain_order=True).to_list()
+    code = (htext.replace_strict({t: k for k, t in enumerate(texts)}, return_dtype=pl.Int64)
+            .to_numpy() if len(texts) > 1 else np.zeros(vals.size, dtype=np.int64))
     out: list[pl.DataFrame] = []
-    for htext in both["h"].drop_nulls().unique(maintain_order=True).to_list():
-        spans = [(m.group(0), m.end()) for m in re.finditer(r"\S+", htext.rstrip())]
+    for c, text in enumerate(texts):
+        grp = vals[code == c]
+        spans = [(m.group(0), m.end()) for m in re.finditer(r"\S+", text.rstrip())]
         names = [s[0] for s in spans[1:]]
-        grp = both.filter(pl.col("h") == htext)
-        v = pl.col("v")
         cols = [(CPU_COLUMNS[nm], j, spans[j][1], spans[j + 1][1])
                 for j, nm in enumerate(names) if nm in CPU_COLUMNS]
-        fixed = v.str.len_bytes() == len(htext.rstrip().encode())
-        fast = grp.filter(fixed).select(
-            "i", *[v.str.slice(a, b - a).str.strip_chars_start(" ")
-                   .cast(pl.Float64, strict=False).alias(t) for t, _, a, b in cols])
-        good = pl.all_horizontal([pl.col(t).is_not_null() for t, _, _, _ in cols])
-        retry = pl.concat([fast.filter(~good).select("i"), grp.filter(~fixed).select("i")])
-        out.append(fast.filter(good))
-        if retry.height:
-            slow = grp.filter(pl.col("i").is_in(retry["i"].implode()))
-            toks = slow["v"].str.extract_all(r"\S+")
-            ok = toks.list.len() == len(names)
-            for i in slow.filter(~ok)["i"].to_list():
+        width = len(text.rstrip().encode())
+        fixed = lines.lens[grp] == width
+        retry = grp[~fixed]
+        if fixed.any():
+            cand = grp[fixed]
+            ok = np.ones(cand.size, dtype=bool)
+            values: list[np.ndarray] = []
+            if cols:
+                values, ok = _decode_fixed(lines.matrix(cand, width),
+                                           [(a, b) for _t, _j, a, b in cols])
+            out.append(pl.DataFrame({"i": pl.Series("i", cand[ok], dtype=pl.Int64),
+                                     **{t: v[ok] for (t, _j, _a, _b), v in zip(cols, values,
+                                                                              strict=True)}}))
+            retry = np.sort(np.concatenate([retry, cand[~ok]]))
+        if retry.size:
+            unclean[0] = True
+            slow = _frame_of(lines, retry)
+            toks = slow["line"].str.extract_all(r"\S+")
+            fits = toks.list.len() == len(names)
+            for i in slow.filter(~fits)["i"].to_list():
                 bad.append((int(i) + 1, (f"avg-cpu values: expected {len(names)} fields "
-                                         f"under '{htext.strip()}'")))
-            frame = slow.filter(ok).with_columns(toks.filter(ok).alias("t")).select(
-                "i", *[_number(pl.col("t").list.get(j)).alias(t) for t, j, _, _ in cols])
-            for i in frame.filter(~good)["i"].to_list():
-                bad.append((int(i) + 1, "avg-cpu values: not a number"))
-            out.append(frame.filter(good))
-    orphan_values = both.filter(pl.col("h").is_null())
-    for i in orphan_values["i"].to_list():  # pragma: no cover - classified after a header
-        bad.append((int(i) + 1, "avg-cpu values without their header"))
+                                         f"under '{text.strip()}'")))
+            frame = slow.filter(fits).with_columns(toks.filter(fits).alias("t")).select(
+                "i", *[_number(pl.col("t").list.get(j)).alias(t) for t, j, _a, _b in cols])
+            if cols:
+                good = pl.all_horizontal([pl.col(t).is_not_null() for t, _j, _a, _b in cols])
+                for i in frame.filter(~good)["i"].to_list():
+                    bad.append((int(i) + 1, "avg-cpu values: not a number"))
+                frame = frame.filter(good)
+            out.append(frame)
     if not out:
         return empty
     return pl.concat(out, how="diagonal_relaxed").sort("i")
@@ -766,6 +990,7 @@ class _Parser:
         self.dropped_tail = False
         self.last_size: tuple[int, int] | None = None  # (run, body lines) of the last report
         self.reports_out = 0
+        self.unclean = False  # a value read as text may be NaN, infinite or negative
         self.host_default = source.host or Path(source.path).stem
 
     # ---- runs and report boundaries -------------------------------------------------------
@@ -773,6 +998,7 @@ class _Parser:
         """Take a piece's scan (pieces in file order); complete reports go to pending."""
         for note in scan.notes:
             self.source.note(note)
+        self.unclean |= scan.unclean
         self.bad.extend(scan.bad)
         self.bad.extend((int(i) + 1, _NOT_UNDERSTOOD) for i in scan.orphans.to_list())
         struct = scan.struct
@@ -802,64 +1028,82 @@ class _Parser:
         start = ((k == _TS) | ((k == _CPUH) & ~run_c.is_in(ts_runs))
                  | ((k == _DEVH) & ~pl.col("line").str.contains(_PART_RE)
                     & ~run_c.is_in(ts_runs + cpu_runs)))
-        starts = struct.filter(start)["i"]
-        ids = pl.Series("report", range(self.next_report, self.next_report + starts.len()),
-                        dtype=pl.Int64)
+        starts = struct.filter(start)["i"].to_numpy()
+        first_id = self.next_report
         open_id = self.open_report
 
-        def report_of(idx: pl.Series) -> pl.Series:
-            """The report of each line: the open one before the piece's first start."""
-            pos = starts.search_sorted(idx, side="right").cast(pl.Int64)
-            if ids.len() == 0:
-                return pl.Series("report", [open_id] * idx.len(), dtype=pl.Int64)
-            rep = ids.gather((pos - 1).clip(0, None))
-            return pl.select(pl.when(pos == 0).then(pl.lit(open_id, pl.Int64))
-                             .otherwise(rep).alias("report")).to_series()
+        # number of report starts at or above each line, for the lines from the first start
+        count = np.zeros(0, dtype=np.int64)
+        if starts.size:
+            top = max(int(f["i"][-1]) for f in (struct, scan.rows, scan.cpu) if f.height)
+            marks = np.zeros(top - int(starts[0]) + 1, dtype=np.int64)
+            marks[starts - starts[0]] = 1
+            count = np.cumsum(marks)
 
-        struct = struct.with_columns(report_of(struct["i"]))
-        rows = scan.rows.with_columns(report_of(scan.rows["i"]))
-        cpu = scan.cpu.with_columns(report_of(scan.cpu["i"]))
-        if starts.len():
+        def report_of(frame: pl.DataFrame) -> pl.DataFrame:
+            """The report of each line: the open one before the piece's first start.
+
+            Frames are in file order and report ids consecutive, so the report of a line is
+            the number of starts at or above it, offset; the lines before the first start
+            are a prefix (null before the file's first report: a fragment's lead)."""
+            i = frame["i"].to_numpy()
+            before = int(np.searchsorted(i, starts[0])) if starts.size else i.size
+            rep = np.empty(i.size, dtype=np.int64)
+            if before < i.size:
+                rep[before:] = count[i[before:] - starts[0]] + (first_id - 1)
+            out = pl.Series("report", rep)
+            if before:
+                out = pl.concat([pl.Series("report", [open_id] * before, dtype=pl.Int64),
+                                 out.slice(before)])
+            return frame.with_columns(out)
+
+        struct = report_of(struct)
+        rows = report_of(scan.rows)
+        cpu = report_of(scan.cpu)
+        if starts.size:
             if self.first_start is None:
                 self.first_start = int(starts[0])
-            self.next_report += starts.len()
-            self.open_report = int(ids[-1])
+            self.next_report += int(starts.size)
+            self.open_report = self.next_report - 1
             self.open_start = int(starts[-1])
         # lines before the file's first report start: a fragment's leading partial report
-        lead = pl.col("report").is_null()
+        # (a prefix of each frame, whose report is null)
+        lead_struct = struct["report"].null_count()
+        lead_rows = rows["report"].null_count()
+        lead_cpu = cpu["report"].null_count()
         orphans = scan.orphans
         lead_orphans = (orphans.len() if self.first_start is None
                         else int((orphans < self.first_start).sum()))
-        n_lead = (struct.filter(lead & (pl.col("kind") != _BANNER)).height
-                  + rows.filter(lead).height + lead_orphans)
+        n_lead = (struct.head(lead_struct).filter(pl.col("kind") != _BANNER).height
+                  + lead_rows + lead_orphans)
         if n_lead:
             self.lead_lines += n_lead
         if not self.started and self.first_start is not None:
             self.started = True
             self._leading(self.first_start)
-        self.carry_struct.append(struct.filter(~lead))
-        self.carry_rows.append(rows.filter(~lead))
-        self.carry_cpu.append(cpu.filter(~lead))
-        all_struct = pl.concat(self.carry_struct, how="diagonal_relaxed")
-        all_rows = pl.concat(self.carry_rows, how="diagonal_relaxed")
-        all_cpu = pl.concat(self.carry_cpu, how="diagonal_relaxed")
+        self.carry_struct.append(struct.slice(lead_struct))
+        self.carry_rows.append(rows.slice(lead_rows))
+        self.carry_cpu.append(cpu.slice(lead_cpu))
+        all_struct = _stack(self.carry_struct)
+        all_rows = _stack(self.carry_rows)
+        all_cpu = _stack(self.carry_cpu)
         self.carry_struct, self.carry_rows, self.carry_cpu = [], [], []
         keep_open = not final
-        if final and self.open_report is not None and self._cut(all_struct, all_rows, scan):
-            # drop the cut report, and what could not be read of it
-            cut_from = self.open_start
-            self.bad = [(ln, r) for ln, r in self.bad if ln - 1 < cut_from]
-            rep = pl.col("report") != self.open_report
-            all_struct, all_rows, all_cpu = (all_struct.filter(rep), all_rows.filter(rep),
-                                             all_cpu.filter(rep))
-        if keep_open and self.open_report is not None:
-            is_open = pl.col("report") == self.open_report
-            self.carry_struct = [all_struct.filter(is_open)]
-            self.carry_rows = [all_rows.filter(is_open)]
-            self.carry_cpu = [all_cpu.filter(is_open)]
-            all_struct, all_rows, all_cpu = (all_struct.filter(~is_open),
-                                             all_rows.filter(~is_open),
-                                             all_cpu.filter(~is_open))
+        if self.open_report is not None and (keep_open or (
+                final and self._cut(all_struct, all_rows, scan))):
+            # the open report (the last one: a suffix of each frame) waits for the next
+            # piece; at the end it is a cut report, dropped with what could not be read of it
+            if final:
+                cut_from = self.open_start
+                self.bad = [(ln, r) for ln, r in self.bad if ln - 1 < cut_from]
+            split = [int(f["report"].search_sorted(self.open_report, side="left"))
+                     for f in (all_struct, all_rows, all_cpu)]
+            if keep_open:
+                self.carry_struct = [all_struct.slice(split[0])]
+                self.carry_rows = [all_rows.slice(split[1])]
+                self.carry_cpu = [all_cpu.slice(split[2])]
+            all_struct, all_rows, all_cpu = (all_struct.head(split[0]),
+                                             all_rows.head(split[1]), all_cpu.head(split[2]))
         self._collect(all_struct, all_rows, all_cpu)
 
     def _run_of(self, idx: pl.Series) -> pl.Series:
@@ -937,21 +1181,32 @@ class _Parser:
             self.pending.rows.append(rows.drop("part", strict=False))
 
     def _reports(self, struct: pl.DataFrame, cpu: pl.DataFrame) -> pl.DataFrame:
-        starts = (struct.sort("i").group_by("report", maintain_order=True)
-                  .agg(pl.col("run").first(), (pl.col("i").first() + 1).alias("start_line")))
-        ts = (struct.filter(pl.col("kind") == _TS).group_by("report", maintain_order=True)
-              .agg(pl.col("line").first().alias("ts_text"),
-                   (pl.col("i").first() + 1).alias("ts_line")))
-        cpu_r = cpu.group_by("report", maintain_order=True).agg(
-            [pl.col(c).first() for c in _CPU_TARGETS if c in cpu.columns])
-        rep = (starts.join(ts, on="report", how="left").join(cpu_r, on="report", how="left")
-               .sort("report"))
+        # Frames are in file order, so report (and run) ids never decrease: a report's
+        # first line is where its id first appears.
+        first = pl.col("report").is_first_distinct()
+        rep = struct.filter(first).select("report", "run",
+                                          (pl.col("i") + 1).alias("start_line"))
+        ts = struct.filter(pl.col("kind") == _TS).filter(first).select(
+            "report", pl.col("line").alias("ts_text"), (pl.col("i") + 1).alias("ts_line"))
+        rep = rep.join(ts, on="report", how="left", maintain_order="left")
+        cpu_cols = [c for c in _CPU_TARGETS if c in cpu.columns]
+        if cpu.height:
+            rep = rep.join(cpu.filter(first).select("report", *cpu_cols), on="report",
+                           how="left", maintain_order="left")
+        else:
+            rep = rep.with_columns([pl.lit(None, pl.Float64).alias(c) for c in cpu_cols])
         # ordinal of each report in its run (runs continue across pieces)
-        offsets = {rid: run.reports for rid, run in self.runs.items()}
-        rep = rep.with_columns((pl.int_range(pl.len()).over("run") + pl.col("run").replace_strict(
-            offsets, default=0, return_dtype=pl.Int64)).alias("ordinal"))
-        for rid, cnt in rep.group_by("run").len().iter_rows():
-            self.runs[int(rid)].reports += int(cnt)
+        run = rep["run"].to_numpy()
+        at = np.arange(run.size)
+        new_run = np.ones(run.size, dtype=bool)
+        new_run[1:] = run[1:] != run[:-1]
+        run_start = np.maximum.accumulate(np.where(new_run, at, 0))
+        offsets = np.array([self.runs[int(r)].reports for r in run[new_run]], dtype=np.int64)
+        ordinal = at - run_start + offsets[np.cumsum(new_run) - 1]
+        rep = rep.with_columns(pl.Series("ordinal", ordinal, dtype=pl.Int64))
+        for r, cnt in zip(run[new_run].tolist(), np.diff(np.append(at[new_run], run.size))
+                          .tolist(), strict=True):
+            self.runs[int(r)].reports += int(cnt)
         if self.order is None or not self.order.certain:  # dates matter until decided
             texts = rep["ts_text"].drop_nulls()
             if texts.len():
@@ -980,13 +1235,13 @@ class _Parser:
                 self.order = order
             elif final:
                 self.order = tsx.DateOrder(self.source_date_order() or "MDY", True)
-        reports = pl.concat(self.pending.reports, how="diagonal_relaxed").sort("report")
+        reports = _stack(self.pending.reports).sort("report")
         if not final and not self._intervals_known(reports):
             return None
         if self.order is not None and self.order.note:
             self.source.note(self.order.note)
         resolved = self._resolve(reports)
-        rows = (pl.concat(self.pending.rows, how="diagonal_relaxed")
+        rows = (_stack(self.pending.rows)
                 if self.pending.rows else None)
         self.pending = _Pending()
         if rows is None or rows.height == 0:
@@ -1225,9 +1480,14 @@ class _Parser:
     def _assemble(self, rows: pl.DataFrame, reports: pl.DataFrame) -> SampleFrame:
         """Device rows + their report's time, interval, flags, host and CPU -> SampleFrame."""
         reports = reports.sort("report")
-        pos = reports["report"].search_sorted(rows["report"])
+        ids = reports["report"]
+        first, last = ids[0], ids[-1]
+        if last - first + 1 == ids.len():  # consecutive ids (always, but for a cut report)
+            pos = (rows["report"] - first).cast(pl.UInt32)
+        else:
+            pos = ids.search_sorted(rows["report"]).cast(pl.UInt32)
         per_report = [c for c in reports.columns if c not in ("report", "run")]
-        joined = rows.with_columns([reports[c].gather(pos) for c in per_report])
+        joined = rows.with_columns(reports.select(per_report)[pos])
         if joined["ts"].null_count():
             # rows of a report whose time stamp was refused (--lenient) have no time
             joined = joined.filter(pl.col("ts").is_not_null())
@@ -1242,16 +1502,22 @@ class _Parser:
             "device_kind": ["partition" if p is not None else kind_from_name(d)
                             for d, p in zip(devices, parents, strict=True)],
         }, schema={"device": pl.String, "parent": pl.String, "device_kind": pl.String})
-        joined = joined.join(info, on="device", how="left", maintain_order="left")
+        # a mapping of the few names, not a join (which would copy every column)
+        joined = joined.with_columns(
+            pl.col("device").replace_strict(info["device"], info["parent"],
+                                            return_dtype=pl.String).alias("parent"),
+            pl.col("device").replace_strict(info["device"], info["device_kind"],
+                                            return_dtype=pl.String).alias("device_kind"))
         measures = [c for c in joined.columns if c not in (
             "i", "report", "device", "parent", "device_kind", "ts", "interval_s",
             "since_boot", "host")]
-        joined = self._clean_values(joined, measures)
+        if self.unclean:
+            joined = self._clean_values(joined, measures)
         self.reports_out += int(reports.height)
         frame = joined.select(
             pl.lit(NAME).alias("source"), "host", "device", "device_kind", "parent", "ts",
             "interval_s", "since_boot", *measures)
-        return SampleFrame(frame)
+        return SampleFrame(frame, validate=not _trusted(reports, info, rows))
 
     def _clean_values(self, df: pl.DataFrame, measures: list[str]) -> pl.DataFrame:
         """NaN/inf (old sysstat prints nan) and negative values (counter bugs) -> null."""
@@ -1274,6 +1540,29 @@ class _Parser:
                              + ", ".join(f"{m} x{c}" for m, c in neg.items()))
         return df.with_columns([pl.when(bad(m)).then(None).otherwise(pl.col(m)).alias(m)
                                 for m in {*nan, *neg}])
+
+
+def _trusted(reports: pl.DataFrame, devices: pl.DataFrame, rows: pl.DataFrame) -> bool:
+    """Whether the SampleFrame assembled from ``rows`` needs no row-by-row validation.
+
+    Every column of it comes from a report (time, interval, flag, host, CPU), a device
+    (name, kind, parent) or a value of the device line. :meth:`SampleFrame.validate`'s
+    rules are checked here on the few reports and devices instead of the many rows; the
+    values need no check when every one was read by :func:`_decode_fixed` (digits only:
+    finite and >= 0) or went through :meth:`_Parser._clean_values`, which the parser runs
+    whenever one was read as text (``_Parser.unclean``). Anything else (a zone gap left a time
+    null, an impossible interval) returns False and the frame is validated in full, which
+    names the offending row.
+    """
+    stamped = reports.filter(pl.col("ts").is_not_null())
+    iv = stamped["interval_s"]
+    return bool(
+        rows["device"].null_count() == 0
+        and stamped["host"].null_count() == 0 and stamped["since_boot"].null_count() == 0
+        and iv.null_count() == 0
+        and (iv.len() == 0 or bool(((iv > 0) & iv.is_finite()).all()))
+        and devices["device_kind"].is_in(sorted(DEVICE_KINDS)).all()
+        and devices["device_kind"].null_count() == 0)
 
 
 def _number(tok: pl.Expr) -> pl.Expr:
@@ -1321,11 +1610,13 @@ def iter_parse(stream: BinaryIO, source: Source, *, chunk_bytes: int = CHUNK_BYT
         workers = _WORKERS
     batch: list[_Scan] = []
     batch_bytes = 0
+    lines_above = 0
 
     def take(scan: _Scan, size: int, final: bool) -> Iterator[SampleFrame]:
         """Phase B on batches of about ``link_bytes`` of pieces, or at the end."""
-        nonlocal batch_bytes
-        batch.append(scan)
+        nonlocal batch_bytes, lines_above
+        batch.append(_shift(scan, lines_above))
+        lines_above += scan.n_lines  # a piece but the last ends with a newline
         batch_bytes += size
         if not final and batch_bytes < max(link_bytes, chunk_bytes):
             return
@@ -1337,14 +1628,13 @@ def iter_parse(stream: BinaryIO, source: Source, *, chunk_bytes: int = CHUNK_BYT
             yield frame
 
     if workers <= 0:  # everything in this thread
-        for buf, line0, last in _chunks(stream, chunk_bytes):
-            yield from take(_scan(buf, line0, last, parser.layouts), len(buf), last)
+        for buf, last in _chunks(stream, chunk_bytes):
+            yield from take(_scan(buf, last, parser.layouts), len(buf), last)
     else:
         queue: deque[tuple[Future[_Scan], int, bool]] = deque()
         with ThreadPoolExecutor(max_workers=workers) as pool:
-            for buf, line0, last in _chunks(stream, chunk_bytes):
-                queue.append((pool.submit(_scan, buf, line0, last, parser.layouts), len(buf),
-                              last))
+            for buf, last in _chunks(stream, chunk_bytes):
+                queue.append((pool.submit(_scan, buf, last, parser.layouts), len(buf), last))
                 while len(queue) > workers or (queue[0][0].done() and len(queue) > 1):
                     fut, size, final = queue.popleft()
                     yield from take(fut.result(), size, final)

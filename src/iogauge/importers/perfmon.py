@@ -82,11 +82,16 @@ a bare ``polars.read_csv`` with a peak resident set near 2x the file.
 
 from __future__ import annotations
 
+import codecs
 import csv
+import io
 import math
+import os
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import BinaryIO
 
 import numpy as np
 import polars as pl
@@ -188,6 +193,75 @@ def to_utf8(data: bytes) -> tuple[bytes, str]:
     except UnicodeDecodeError:
         return data.decode("cp1252", errors="replace").encode("utf-8"), "cp1252"
     return data, "utf-8"
+
+
+#: Bytes read per call when :func:`read_utf8` converts a UTF-16 stream: a piece is converted
+#: while it is still in the CPU cache, and the UTF-16 text is never held whole.
+READ_BYTES = 1 << 20
+
+
+def read_utf8(stream: BinaryIO) -> tuple[bytes, str]:
+    """The whole of ``stream`` as UTF-8 bytes and the encoding it was in, as :func:`to_utf8`
+    gives for the same bytes.
+
+    UTF-16 (relog's default, twice the size of the text) is converted a piece at a time as
+    it is read: ASCII pieces by taking the low byte of every code unit, any other piece and
+    everything after it by an incremental codec (which carries a code unit or surrogate pair
+    split between pieces). Other encodings are read whole and go through :func:`to_utf8`.
+    """
+    head = stream.read(4)
+    if head.startswith((b"\xff\xfe", b"\xfe\xff")):
+        offset, big_endian = 2, head.startswith(b"\xfe\xff")
+    elif len(head) >= 4 and head[1:2] == b"\x00" and head[3:4] == b"\x00":
+        offset, big_endian = 0, False
+    else:
+        return to_utf8(_read_rest(stream, head))
+    encoding = "utf-16-be" if big_endian else "utf-16-le"
+    parts: list[bytes] = []
+    carry = head[offset:]  # bytes of the text not yet converted (at most one odd byte)
+    codec: codecs.IncrementalDecoder | None = None
+    buf = bytearray(READ_BYTES)
+    while True:
+        n = stream.readinto(buf)  # type: ignore[attr-defined]
+        if not n:
+            break
+        chunk = carry + bytes(buf[:n]) if carry else memoryview(buf)[:n]
+        even = len(chunk) - len(chunk) % 2
+        carry = bytes(chunk[even:])
+        if codec is None:
+            units = np.frombuffer(chunk, dtype=">u2" if big_endian else "<u2", count=even // 2)
+            if units.size == 0 or int(units.max()) <= 0x7F:
+                low = np.frombuffer(chunk, dtype=np.uint8, count=even)
+                parts.append(low[1 if big_endian else 0::2].tobytes())
+                continue
+            codec = codecs.getincrementaldecoder(encoding)(errors="replace")
+        parts.append(codec.decode(bytes(chunk[:even])).encode("utf-8"))
+    if codec is None:
+        codec = codecs.getincrementaldecoder(encoding)(errors="replace")
+    tail = codec.decode(carry, final=True)  # an odd last byte: U+FFFD, as a one-shot decode
+    if tail:
+        parts.append(tail.encode("utf-8"))
+    return b"".join(parts), encoding
+
+
+def _read_rest(stream: BinaryIO, head: bytes) -> bytes:
+    """``head`` (what was read of ``stream``) and the rest of it, as one bytes object.
+
+    A plain file is read again from its start in one call of its known size (as
+    :func:`.io.read_bytes` does): ``head + read()`` would grow a buffer chunk by chunk and
+    then copy it, holding the file two or three times at the peak.
+    """
+    if isinstance(stream, io.BufferedReader) and stream.seekable():
+        try:
+            size = os.fstat(stream.fileno()).st_size
+        except OSError:
+            size = 0
+        if size > len(head):
+            stream.seek(0)
+            data = stream.read(size)
+            rest = stream.read()  # a file that grew while being read
+            return data + rest if rest else data
+    return head + stream.read()
 
 
 # ---- header ------------------------------------------------------------------------------
@@ -432,6 +506,23 @@ def parse(data: bytes, source: Source) -> SampleFrame:
     # (or, for UTF-16, the original) are freed once parsed and the frame is built without
     # them in memory.
     del data
+    return _parse_text([text], encoding, source)
+
+
+def iter_parse(stream: BinaryIO, source: Source) -> Iterator[SampleFrame]:
+    """:func:`parse` of a stream read by :func:`read_utf8` (a UTF-16 log is converted as it
+    is read, never held whole), as the one SampleFrame of the file: PDH-CSV is read by one
+    ``polars.read_csv`` of the whole text, so it is not streamed further."""
+    text, encoding = read_utf8(stream)
+    handover = [text]
+    del text  # _parse_text frees the text once read_csv has it: no reference here
+    yield _parse_text(handover, encoding, source)
+
+
+def _parse_text(handover: list[bytes], encoding: str, source: Source) -> SampleFrame:
+    """:func:`parse` of the UTF-8 text ``handover[0]`` (taken out of the list, so that this
+    holds its only reference and frees it once read)."""
+    text = handover.pop()
     if encoding == "cp1252":
         source.note("perfmon: not UTF-8 or UTF-16; decoded as Windows-1252 (ANSI)")
     header_idx, header_end, header_line = _find_header(text)

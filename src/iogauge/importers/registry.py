@@ -11,16 +11,18 @@ from __future__ import annotations
 import glob
 import importlib
 import importlib.util
+import lzma
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from datetime import datetime
 from pathlib import Path
-from typing import cast
+from typing import BinaryIO, cast
 from zoneinfo import ZoneInfo
 
 from iogauge.errors import InputFormatError, IogaugeError
 from iogauge.importers.base import ImporterModule, ImportResult, Source
-from iogauge.importers.io import HEAD_BYTES, compression_of, decode, read_bytes
+from iogauge.importers.io import compression_of, decode, open_binary, read_bytes, read_head
+from iogauge.model.sampleframe import SampleFrame
 from iogauge.model.waitevents import WaitEventFrame
 
 #: format id -> module, in sniffing priority order.
@@ -130,19 +132,35 @@ def import_file(path: str | Path, *, fmt: str | None = None, tz: ZoneInfo | None
     p = Path(path)
     with p.open("rb") as fh:
         first = fh.read(8)
-    data = read_bytes(p)
-    name = fmt or detect(data[:HEAD_BYTES], str(p))
+    name = fmt or detect(read_head(p), str(p))
     module = load(name)
     source = Source(path=str(p), tz=tz, lenient=lenient, host=host, start=start,
                     interval_s=interval_s, date_order=date_order)
-    input_bytes = len(data)
-    # The parser receives the only reference to the input, so a parser that is done with
-    # the bytes early (perfmon, after its one read_csv) frees them before it builds its
-    # frame: the peak then holds the input or the frame, not both.
-    handover = [data]
-    del data
-    t0 = time.perf_counter()
-    frame = module.parse(handover.pop(), source)
+    iter_parse: Callable[[BinaryIO, Source], Iterator[SampleFrame]] | None = getattr(
+        module, "iter_parse", None)
+    if iter_parse is not None:
+        # A parser that reads a stream (iostat text piece by piece, perfmon UTF-16 converted
+        # as it is read) gets the file, not its bytes: the input is never held whole.
+        t0 = time.perf_counter()
+        stream, kind = open_binary(p)
+        try:
+            frames = list(iter_parse(stream, source))
+            input_bytes = stream.tell()
+        except (OSError, EOFError, lzma.LZMAError) as exc:
+            raise InputFormatError(p, None, f"cannot decompress ({kind}): {exc}") from exc
+        finally:
+            stream.close()
+        frame = frames[0] if len(frames) == 1 else SampleFrame.concat(frames)
+    else:
+        data = read_bytes(p)
+        input_bytes = len(data)
+        # The parser receives the only reference to the input, so a parser that is done
+        # with the bytes early (perfmon, after its one read_csv) frees them before it
+        # builds its frame: the peak then holds the input or the frame, not both.
+        handover = [data]
+        del data
+        t0 = time.perf_counter()
+        frame = module.parse(handover.pop(), source)
     seconds = time.perf_counter() - t0
     return ImportResult(
         path=str(p), format=name, detected=fmt is None, compression=compression_of(first),

@@ -10,11 +10,14 @@ from __future__ import annotations
 
 import datetime as dt
 import io
+import math
 import re
+from itertools import accumulate, pairwise
 from pathlib import Path
 from typing import Any
 from zoneinfo import ZoneInfo
 
+import numpy as np
 import polars as pl
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -594,3 +597,83 @@ def test_parse_speed_path_reads_one_mebibyte_per_few_ms() -> None:
     frame = iostat_text.parse(data, Source(path="x"))
     assert len(frame) == 8 * 3498
     assert time.perf_counter() - t0 < 5.0
+
+
+# ---- the fixed-width decoder against a reference ---------------------------------------------
+
+_CELL = st.sampled_from([*" 0123456789.", "-", "x", ",", "e", "M"])
+
+
+def _reference(rows: list[str], fields: list[tuple[int, int]]
+               ) -> tuple[list[list[float]], list[bool]]:
+    """What _decode_fixed must give, the slow way: a range is spaces, digits, then (at the
+    first row's dot) a dot and digits; its value is Python's float() of it (correctly
+    rounded, as strtod)."""
+    dots = []
+    for a, b in fields:
+        d = rows[0][a:b].rfind(".")
+        dots.append(a + d if d >= 0 else b)
+    values, oks = [], []
+    for row in rows:
+        ok, vals = True, []
+        for (a, b), d in zip(fields, dots, strict=True):
+            whole, frac = row[a:d], row[d + 1:b] if d < b else ""
+            ok = ok and bool(re.fullmatch(r" *[0-9]+", whole)) and \
+                (d == b or (row[d] == "." and bool(re.fullmatch(r"[0-9]*", frac))))
+            # digits that do not fit a double exactly are left to the regex path
+            ok = ok and int(whole + frac) < 2**53
+            vals.append(float(row[a:b]) if ok else math.nan)
+        values.append(vals)
+        oks.append(ok)
+    return values, oks
+
+
+@settings(max_examples=300, deadline=None)
+@given(widths=st.lists(st.integers(min_value=4, max_value=19), min_size=1, max_size=5),
+       decimals=st.integers(min_value=0, max_value=3), data=st.data())
+def test_fixed_width_decoder_reads_what_strtod_reads_and_refuses_the_rest(
+        widths: list[int], decimals: int, data: st.DataObject) -> None:
+    rows: list[str] = []
+    for _ in range(data.draw(st.integers(min_value=1, max_value=30))):
+        parts = ["sda          "]
+        for w in widths:
+            digits = max(1, w - decimals - 2)
+            v = data.draw(st.integers(min_value=0, max_value=10 ** digits - 1))
+            parts.append(" " + f"{v / 10 ** decimals:{w}.{decimals}f}"[-w:])
+        row = "".join(parts)
+        for _ in range(data.draw(st.integers(min_value=0, max_value=2))):  # damage
+            at = data.draw(st.integers(min_value=13, max_value=len(row) - 1))
+            row = row[:at] + data.draw(_CELL) + row[at + 1:]
+        rows.append(row)
+    ends = list(accumulate([13, *(w + 1 for w in widths)]))
+    fields = list(pairwise(ends))
+    mat = np.frombuffer("".join(rows).encode(), dtype=np.uint8).reshape(len(rows), -1)
+    values, ok = iostat_text._decode_fixed(mat, fields)
+    want, want_ok = _reference(rows, fields)
+    assert ok.tolist() == want_ok
+    for r, good in enumerate(want_ok):
+        if good:
+            assert [float(v[r]) for v in values] == want[r]
+
+
+def test_fixed_width_decoder_leaves_more_than_15_digits_to_the_regex_path() -> None:
+    rows = ["sda          " + f" {v:21.2f}" for v in (1.5, 12345678901234.5, 1.2e17)]
+    mat = np.frombuffer("".join(rows).encode(), dtype=np.uint8).reshape(3, -1)
+    values, ok = iostat_text._decode_fixed(mat, [(13, 35)])
+    assert ok.tolist() == [True, True, False]
+    assert values[0][:2].tolist() == [1.5, 12345678901234.5]
+
+
+def test_device_names_are_grouped_exactly_even_when_their_hashes_collide(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    names = ["sda", "sdb", "nvme0n1p12", "sda", "dm-0", "sdb", "x y", "1234567890123"]
+    mat = np.frombuffer("".join(f"{n:<13s}  1.00" for n in names).encode(),
+                        dtype=np.uint8).reshape(len(names), -1)
+    device, valid = iostat_text._device_names(mat, 13)
+    assert device.to_list() == [n if " " not in n else "x y" for n in names]
+    assert valid.tolist() == [" " not in n for n in names]
+    # a multiplier of 0 hashes by the last 8 bytes only: "sda" and "sdb" (and "dm-0") collide
+    monkeypatch.setattr(iostat_text, "_NAME_HASH", np.uint64(0))
+    collided, valid2 = iostat_text._device_names(mat, 13)
+    assert collided.to_list() == device.to_list()
+    assert valid2.tolist() == valid.tolist()

@@ -4,6 +4,7 @@ zones, blank samples, refusals with file:line, and a property test of the frame 
 
 from __future__ import annotations
 
+import io
 import math
 import sys
 from datetime import UTC, datetime
@@ -232,6 +233,45 @@ def test_typeperf_fixture_in_utf16_equals_utf8() -> None:
     a, _ = parse(TYPEPERF.read_bytes())
     b, _ = parse(b"\xff\xfe" + text.encode("utf-16-le"))
     assert a.equals(b)
+
+
+# A stream is read as to_utf8 reads the same bytes, whatever the pieces: ASCII pieces by
+# their low bytes, the first non-ASCII piece and all after it by the codec (a surrogate pair
+# or a code unit split between pieces included), an odd last byte as U+FFFD.
+_TEXT = st.text(alphabet=st.sampled_from([*'ab,"\r\n0.5 ', "ä", "€", "\U0001f4be"]),
+                max_size=60)
+
+
+@settings(max_examples=200, deadline=None)
+@given(text=_TEXT, form=st.sampled_from(["utf-16-le-bom", "utf-16-be-bom", "utf-16-le",
+                                          "utf-8", "utf-8-bom", "cp1252"]),
+       piece=st.integers(min_value=1, max_value=9), odd=st.booleans())
+def test_streamed_decoding_equals_whole(text: str, form: str, piece: int, odd: bool) -> None:
+    if form == "cp1252":
+        data = text.encode("cp1252", errors="replace")
+    elif form.startswith("utf-8"):
+        data = (b"\xef\xbb\xbf" if form.endswith("bom") else b"") + text.encode("utf-8")
+    else:
+        enc = form.removesuffix("-bom")
+        bom = {"utf-16-le": b"\xff\xfe", "utf-16-be": b"\xfe\xff"}[enc]
+        data = (bom if form.endswith("bom") else b"") + text.encode(enc)
+    if odd:
+        data += b"x"
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(perfmon, "READ_BYTES", piece)
+        streamed = perfmon.read_utf8(io.BytesIO(data))
+    assert streamed == perfmon.to_utf8(data)
+
+
+def test_registry_streams_a_utf16_file_and_gets_the_frame_parse_gives(tmp_path: Path) -> None:
+    text = TYPEPERF.read_bytes().decode("utf-8")
+    u16 = tmp_path / "typeperf16.csv"
+    u16.write_bytes(b"\xff\xfe" + text.encode("utf-16-le"))
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(perfmon, "READ_BYTES", 1000)  # many pieces
+        res = import_file(u16)
+    assert res.input_bytes == u16.stat().st_size
+    assert res.frame.df.equals(parse(TYPEPERF.read_bytes())[0])
 
 
 # ---------------------------------------------------------------------------------------------
