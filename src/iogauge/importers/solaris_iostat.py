@@ -407,6 +407,9 @@ def _cut_by_device_list(rows: pl.DataFrame, last: int) -> bool:
     if not zero_row:
         return False
     lists = rows.group_by("rid", maintain_order=True).agg(pl.col("device")).sort("rid")
+    if lists.height >= 1 and int(lists["rid"][-1]) == last - 1:
+        # the last report got its header lines but not one device line: cut right there
+        return True
     if lists.height < 2 or int(lists["rid"][-1]) != last:
         return False
     before = lists["device"][-2].to_list()
