@@ -1,7 +1,8 @@
 """`iogauge lab`: disk models on real block devices (the emulated disk: FUSE file + loop).
 
 ``lab_app`` is registered in main.py as ``iogauge lab``; ``lab device`` manages emulated
-devices (:mod:`iogauge.lab.device`).
+devices (:mod:`iogauge.lab.device`); ``lab reproduce`` re-runs the seed papers' experiments
+(:mod:`iogauge.cli.lab_reproduce_cmd`).
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from pathlib import Path
 import typer
 
 from iogauge.cli.common import err, out, user_errors, warn
+from iogauge.cli.lab_reproduce_cmd import reproduce
 from iogauge.lab import device as lab_device
 
 lab_app = typer.Typer(
@@ -32,6 +34,7 @@ device_app = typer.Typer(
     no_args_is_help=True,
 )
 lab_app.add_typer(device_app, name="device")
+lab_app.command("reproduce")(reproduce)
 
 
 def _fmt_bytes(n: int) -> str:

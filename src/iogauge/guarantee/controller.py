@@ -54,6 +54,11 @@ from iogauge.model.guaranteeframe import GuaranteeFrame
 
 #: Most decisions kept in memory while the store cannot be written (about a day at 1 s).
 MAX_BUFFERED = 100_000
+#: cgroup v1 ``blkio.throttle.*_iops_device`` and v2 ``io.max`` are both enforced by
+#: blk-throttle, which gives a backlogged group ``10·floor(L/10)`` IOPS for a limit L >= 10
+#: (whole I/Os per 100 ms slice; :attr:`iogauge.guarantee.policy.Targets.limit_grid_iops`
+#: has the kernel source and the measurements): limits are written on that grid.
+KERNEL_LIMIT_GRID_IOPS = 10
 
 
 @dataclass
@@ -208,7 +213,8 @@ class Controller:
         targets = Targets(protected={str(s.cgroup): s.iops for s in cfg.protect},
                           throttled=tuple(str(p) for p in throttled),
                           b_min_iops=cfg.b_min_iops, device_parallel=parallel,
-                          capacity_hint_iops=cfg.capacity_iops)
+                          capacity_hint_iops=cfg.capacity_iops,
+                          limit_grid_iops=KERNEL_LIMIT_GRID_IOPS)
         policy = make_policy(cfg.policy, targets, paper=cfg.paper, adaptive=cfg.adaptive)
         groups = ([GroupHandle(str(p), p, "protected") for p in protected]
                   + [GroupHandle(str(p), p, "throttled") for p in throttled])
@@ -441,4 +447,4 @@ def _line(row: dict[str, object], d: Decision) -> str:
             f"[{d.state}]" + ("" if d.state in ("hold", "compute") else f" {d.reason}"))
 
 
-__all__ = ["MAX_BUFFERED", "Controller", "RunSummary"]
+__all__ = ["KERNEL_LIMIT_GRID_IOPS", "MAX_BUFFERED", "Controller", "RunSummary"]

@@ -214,6 +214,17 @@ class Targets:
         capacity_hint_iops: the device's capacity if the operator knows it (IOPS at 100 %
             busy for the expected mix); used as the starting estimate and for the up-front
             feasibility check. None: learned from observations.
+        limit_grid_iops: the throttle enforces a limit of at least this many IOPS only in
+            whole multiples of it, so limits are written as ``grid·floor(limit/grid)`` -- what
+            the group will actually get, which keeps the policy's own view of B's room true.
+            The kernel's blk-throttle (cgroup v1 ``*_iops_device`` and v2 ``io.max``)
+            dispatches a backlogged group's I/Os per 100 ms slice and trims each slice with
+            an integer division (block/blk-throttle.c ``throtl_trim_slice``: ``io_trim =
+            iops·throtl_slice/HZ``, ``throtl_slice = HZ/10``), so a limit L >= 10 delivers
+            ``10·floor(L/10)``: measured on kernel 6.18 (loop device, 2 x 8 s per limit),
+            11 -> 9.5-10.1, 19 -> 9.7-9.9, 21 -> 18.9-21.2, 27 -> 17.7-19.1, 34 -> 27.6-29.1,
+            40 -> 38.6-40.0 reads and writes/s. 1: no grid (a throttle that enforces any
+            whole rate, e.g. the lab simulator's).
     """
 
     protected: Mapping[str, float]
@@ -221,6 +232,7 @@ class Targets:
     b_min_iops: int = 1
     device_parallel: bool = False
     capacity_hint_iops: float | None = None
+    limit_grid_iops: int = 1
 
     def __post_init__(self) -> None:
         if not self.protected:
@@ -242,6 +254,14 @@ class Targets:
                              f"got {self.b_min_iops}")
         if self.capacity_hint_iops is not None and not self.capacity_hint_iops > 0:
             raise ValueError(f"capacity_hint_iops must be > 0, got {self.capacity_hint_iops}")
+        if self.limit_grid_iops < 1:
+            raise ValueError(f"limit_grid_iops must be >= 1, got {self.limit_grid_iops}")
+
+    def on_grid(self, limit: int) -> int:
+        """``limit`` as the throttle enforces it: ``grid·floor(limit/grid)`` from one grid
+        step up, unchanged below (see ``limit_grid_iops``)."""
+        g = self.limit_grid_iops
+        return limit if g <= 1 or limit < g else limit - limit % g
 
     @property
     def floor_iops(self) -> float:
@@ -462,6 +482,47 @@ def split_budget(total: float, weights: Mapping[str, float], minimum: float,
     return share
 
 
+def grid_targets(t: Targets, want_r: float, want_w: float, *,
+                 bind: str | None = None) -> tuple[float, float]:
+    """Per-direction targets for a group allowed ``want_r`` reads and ``want_w`` writes/s,
+    on the throttle's grid (:attr:`Targets.limit_grid_iops`).
+
+    Flooring both directions would cut the group twice: its reads and writes keep its mix,
+    so it gets ``min(R/m, W/(1-m))`` and the direction that lost more binds. Instead the
+    larger direction is floored (it binds: the group stays within its allowance) and the
+    smaller one is raised to its next grid point, so it does not bind -- at the price of
+    at most one grid step more in that direction if the group shifts its mix toward it.
+    A smaller direction under half a grid step stays as it is (a group held near its
+    minimum stays there). Example (grid 10): 72 + 18 -> 70 + 20, i.e. ~87 IOPS at 80 %
+    reads instead of 50 (70 + 10 binds the writes at 10 = 20 % of 50); 45 + 6 -> 40 + 10.
+
+    ``bind`` ("r" or "w"): the direction that bound last time keeps binding while the other
+    is not larger by half a grid step or more -- for an even mix (a 50:50 backup) the larger
+    direction changes with every interval's noise, and 30 + 40 / 40 + 30 would be rewritten
+    every second for the same 60 IOPS.
+    """
+    g = t.limit_grid_iops
+    if g <= 1:
+        return want_r, want_w
+
+    def down(x: float) -> float:
+        return x if x < g else g * math.floor(x / g + 1e-9)
+
+    def up(x: float) -> float:
+        return x if x < g / 2 else g * math.ceil(x / g - 1e-9)
+
+    margin = g / 2
+    if bind == "r":
+        reads_bind = want_r >= want_w - margin
+    elif bind == "w":
+        reads_bind = want_r > want_w + margin
+    else:
+        reads_bind = want_r >= want_w
+    if reads_bind:
+        return down(want_r), up(want_w)
+    return up(want_r), down(want_w)
+
+
 def _read_share(obs: GroupObservation, default: float = 0.5) -> float:
     return obs.r_iops / obs.iops if obs.iops > 0 else default
 
@@ -628,8 +689,10 @@ class PaperPolicy:
             go = obs.group(g)
             fr = _read_share(go, default=_read_share(GroupObservation(obs.r_iops, obs.w_iops)))
             fr = _clamp(fr, self.params.rw_min_share, 1 - self.params.rw_min_share)
-            self.limits[g] = GroupLimit(_whole(shares[g] * fr, mn),
-                                        _whole(shares[g] * (1 - fr), mn))
+            t = self.targets
+            want_r, want_w = grid_targets(t, shares[g] * fr, shares[g] * (1 - fr))
+            self.limits[g] = GroupLimit(t.on_grid(_whole(want_r, mn)),
+                                        t.on_grid(_whole(want_w, mn)))
 
     def _decision(self, state: str, reason: str, *, bpi: float | None = None,
                   warnings: tuple[str, ...] = ()) -> Decision:
@@ -646,19 +709,27 @@ class _UtilCosts:
     Keeps exponentially weighted sums of the regression ``u = cr·r + cw·w`` (u = %util/100,
     through the origin: an idle device is 0 % busy). When reads and writes have varied
     independently enough the 2x2 normal equations give separate costs; otherwise both get
-    the single cost ``u / (r + w)`` (seed 004's busy_per_iops, smoothed).
+    the single cost: seed 004's busy_per_iops ``u / (r + w)``, smoothed as the ratio of the
+    decayed sums ``Σu / Σ(r + w)`` -- busy time per I/O over the recent I/Os, so an interval
+    weighs by its I/Os. (A mean of per-interval ratios would let a nearly idle interval --
+    a workload starting, 2 I/Os in 4 % busy -- count as much as a full one: on the lab's
+    emulated disk such a start-up interval held the estimate 50 % high for ten seconds.)
     """
 
     def __init__(self, alpha: float) -> None:
         self.alpha = alpha
         self.s: list[float] = [0.0] * 5  # Srr, Sww, Srw, Sru, Swu
+        self.su = 0.0  # decayed Σ u
+        self.sn = 0.0  # decayed Σ (r + w)
         self.single: float | None = None
 
     def update(self, r: float, w: float, u: float) -> None:
         k = 1.0 - self.alpha
         new = (r * r, w * w, r * w, r * u, w * u)
         self.s = [k * a + b for a, b in zip(self.s, new, strict=True)]
-        self.single = _ewma(self.single, u / (r + w), self.alpha)
+        self.su = k * self.su + u
+        self.sn = k * self.sn + r + w
+        self.single = self.su / self.sn if self.sn > 0 else self.single
 
     def costs(self) -> tuple[float, float] | None:
         if self.single is None:
@@ -732,6 +803,9 @@ class _GroupState:
     read_share: float | None = None
     limit: GroupLimit = UNLIMITED
     pinned: int = 0  # >0: reads pinned n intervals in a row, <0: writes
+    #: The direction grid_targets raised above the group's allowance ("r", "w" or None):
+    #: its slack is made on purpose and says nothing about the group's demand.
+    raised: str | None = None
 
 
 class AdaptivePolicy:
@@ -791,17 +865,24 @@ class AdaptivePolicy:
         self.groups = {g: _GroupState() for g in targets.throttled}
         self.a_read_share: dict[str, float | None] = dict.fromkeys(targets.protected)
         self._warned: str | None = None
+        #: The floors changed: the next limits go straight to their new targets.
+        self._retargeted = False
 
     def set_floors(self, floors: Mapping[str, float]) -> None:
         """New floors for the protected groups from the next step on.
 
         A higher floor is a new demand on the device: the ceiling learnt under the old floor
-        no longer says anything, so it is dropped (A-misses will find the new one).
+        no longer says anything, so it is dropped (A-misses will find the new one). The next
+        decision moves the limits straight to the targets the new floors give, past the
+        step bounds and the deadband: a floor change is a step of known size in A's need
+        (seed 004 Tables 4-6 raise A's target 10x and lower it again), not noise to damp --
+        damped, a 25 % step a second takes 6 s to give B back what a floor 56 -> 9 freed.
         """
         self.targets = retargeted(self.targets, floors)
         self.ceiling = None
         self.futile = 0
         self.a_at_miss = None
+        self._retargeted = True
 
     # -- the step ------------------------------------------------------------------------
     def step(self, obs: Observation) -> Decision:
@@ -860,7 +941,11 @@ class AdaptivePolicy:
                 cr, cw = costs
             if state == "hold" and a_why:
                 why = a_why
-        limits, warnings, budget_why = self._limits(obs, cr, cw, force=state == "protect")
+        jump, self._retargeted = self._retargeted, False
+        limits, warnings, budget_why = self._limits(obs, cr, cw, force=state == "protect",
+                                                    jump=jump)
+        if jump:
+            why = f"floors changed: limits set to their new targets; {why}"
         if warnings and state == "hold":
             state = "infeasible"
         mix_cost = self._mix_cost(obs, cr, cw)
@@ -936,8 +1021,10 @@ class AdaptivePolicy:
             return
         r_pin = lim.riops is not None and go.r_iops >= 0.95 * lim.riops
         w_pin = lim.wiops is not None and go.w_iops >= 0.95 * lim.wiops
-        r_slack = lim.riops is not None and go.r_iops <= 0.8 * lim.riops
-        w_slack = lim.wiops is not None and go.w_iops <= 0.8 * lim.wiops
+        r_slack = (lim.riops is not None and go.r_iops <= 0.8 * lim.riops
+                   and st.raised != "r")
+        w_slack = (lim.wiops is not None and go.w_iops <= 0.8 * lim.wiops
+                   and st.raised != "w")
         side = 1 if (r_pin and w_slack) else -1 if (w_pin and r_slack) else 0
         st.pinned = st.pinned + side if side and st.pinned * side >= 0 else side
         if side and abs(st.pinned) >= p.recover_after and costs is not None \
@@ -1057,8 +1144,8 @@ class AdaptivePolicy:
         return True
 
     # -- limits ------------------------------------------------------------------------
-    def _limits(self, obs: Observation, cr: float, cw: float, *,
-                force: bool) -> tuple[dict[str, GroupLimit], tuple[str, ...], str]:
+    def _limits(self, obs: Observation, cr: float, cw: float, *, force: bool,
+                jump: bool = False) -> tuple[dict[str, GroupLimit], tuple[str, ...], str]:
         p = self.params
         t = self.targets
         mn = t.b_min_iops
@@ -1075,28 +1162,43 @@ class AdaptivePolicy:
         out: dict[str, GroupLimit] = {}
         for g, st in self.groups.items():
             sr = st.read_share if st.read_share is not None else 0.5
-            want_r = shares[g] * sr / cr
-            want_w = shares[g] * (1 - sr) / cw
-            st.limit = GroupLimit(self._move(st.limit.riops, want_r, force),
-                                  self._move(st.limit.wiops, want_w, force))
+            raw_r, raw_w = shares[g] * sr / cr, shares[g] * (1 - sr) / cw
+            bound = {"w": "r", "r": "w"}.get(st.raised or "")
+            want_r, want_w = grid_targets(t, raw_r, raw_w, bind=bound)
+            st.raised = "r" if want_r > raw_r else "w" if want_w > raw_w else None
+            st.limit = GroupLimit(self._move(st.limit.riops, want_r, force, jump),
+                                  self._move(st.limit.wiops, want_w, force, jump))
             out[g] = st.limit
         why = (f"A's floors {t.floor_iops:g} IOPS take {a_frac:.1%} of the device, B gets X - "
                f"that = {max(b_frac, 0):.1%} (read {cr * 100:.4f}, write {cw * 100:.4f} "
                "%/IOPS)")
         return out, warnings, why
 
-    def _move(self, old: int | None, want: float, force: bool) -> int:
-        """Next limit from ``old`` toward ``want``: deadband, bounded step, >= b_min."""
+    def _move(self, old: int | None, want: float, force: bool, jump: bool = False) -> int:
+        """Next limit from ``old`` toward ``want``: deadband, bounded step, >= b_min;
+        ``jump``: straight to ``want`` (the floors just changed)."""
         p = self.params
-        mn = self.targets.b_min_iops
+        t = self.targets
+        mn = t.b_min_iops
         target = _whole(want, mn)
-        if old is None:
-            return target  # first engagement: straight to the computed limit (A first)
-        if not force and abs(target - old) < max(p.deadband_iops, p.deadband_frac * old):
+        if old is None or jump:
+            # First engagement, or new floors: straight to the computed limit (A first).
+            return t.on_grid(target)
+        g = t.limit_grid_iops
+        # On the throttle's grid a limit can only move by whole steps: a change of less than
+        # half a step would overshoot by more than it corrects, so it waits (unless A just
+        # missed: ``force``).
+        grid_band = g / 2 if g > 1 and old >= g else 0.0
+        if not force and abs(target - old) < max(p.deadband_iops, p.deadband_frac * old,
+                                                 grid_band):
             return old
         up = old + max(math.ceil(old * p.step_up_frac), p.step_min_iops)
         down = max(mn, min(old - p.step_min_iops, math.floor(old * (1 - p.step_down_frac))))
-        return int(_clamp(target, down, up))
+        new = t.on_grid(int(_clamp(target, down, up)))
+        if new == old and old >= g > 1 and target >= old + g:
+            # The bounded step fell short of the next grid point: take that one step.
+            new = old + g
+        return new
 
     def _feasibility(self, a_frac: float, b_frac: float, min_frac: float, cr: float,
                      cw: float) -> tuple[str, ...]:
@@ -1144,5 +1246,6 @@ def retargeted(targets: Targets, floors: Mapping[str, float]) -> Targets:
 __all__ = [
     "MAX_LIMIT_IOPS", "POLICY_NAMES", "UNLIMITED", "AdaptiveParams", "AdaptivePolicy",
     "Decision", "GroupLimit", "GroupObservation", "Observation", "PaperParams", "PaperPolicy",
-    "Policy", "PolicyName", "Targets", "make_policy", "retargeted", "split_budget",
+    "Policy", "PolicyName", "Targets", "grid_targets", "make_policy", "retargeted",
+    "split_budget",
 ]

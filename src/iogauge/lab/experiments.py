@@ -23,13 +23,22 @@ The knee is found on a straight line fitted to the points between ``fit_lo`` and
 ``fit_hi`` %util (least squares, util = a + b * IOPS): it is the %util at which the
 measured IOPS first falls short of the line by more than ``tol`` (5 %), interpolated
 between the last point on the line and the first one below it. ``None`` means IOPS stayed
-on the line up to 100 %.
+on the line up to 100 %. The last point within 2 % of the line is reported beside it: in
+the model every curve is linear and then flat (IOPS stop growing while %util climbs), and
+where that plateau lies less than 5 % below the line (the file share on A+B, ~6 % at
+100 %: the hidden write-back is a smaller share of its members' work, whose host commands
+seek between both areas) the 5 % point sits high up the wall while the curve's edge is
+where that last point is.
 
 Both modes run the same sweep: ``sim`` with :mod:`iogauge.lab.simulator` in virtual time,
 ``device`` with fio on the emulated block device (``iogauge.lab.device.create_device``) in
 real time, reading the loop device's /proc/diskstats like iostat. fio has no per-second
 burst limiter, so device mode spaces capped I/O evenly (fio's default); its knee is
 therefore not the same experiment and is reported as measured.
+
+``paper-eval1`` .. ``paper-eval3`` -- seed 004 §5's evaluations with the guarantee policy --
+are in :mod:`iogauge.lab.paper_eval`; :func:`run_experiment` runs every experiment by name
+and :func:`write_outputs` writes any of their results.
 """
 
 from __future__ import annotations
@@ -49,7 +58,7 @@ from concurrent.futures import ProcessPoolExecutor
 from dataclasses import asdict, dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 import numpy as np
 import numpy.typing as npt
@@ -62,8 +71,11 @@ from iogauge.lab.profiles import ModelProfile, build_model, load_profile
 from iogauge.lab.simulator import SweepPoint, run_point
 from iogauge.lab.workloads import SEED004_WORKLOADS, Arrival, Workload, fio_job, seed004
 
+if TYPE_CHECKING:
+    from iogauge.lab.paper_eval import DeviceEvalConfig, PaperEvalConfig
+
 Mode = Literal["sim", "device"]
-EXPERIMENTS = ("paper-sec3",)
+EXPERIMENTS = ("paper-sec3", "paper-eval1", "paper-eval2", "paper-eval3")
 
 
 class ExperimentError(IogaugeError):
@@ -143,10 +155,14 @@ class KneeFit:
             (None: on the line up to the last point).
         knee_iops: IOPS there (None likewise).
         points_fitted: how many points the line was fitted to.
-        last_on_line_pct: %util of the last measured point still on the line. Where the
-            curve falls off a cliff (seed 004's backup: "2-3 IOPS more and %util is at
-            100 %") no point lies between it and 100 %, and the knee is interpolated
-            across the gap.
+        last_on_line_pct: %util of the last measured point below the knee that lies within
+            ``edge_tol`` of the line: where the curve is still demonstrably linear. Where it
+            falls off a cliff (seed 004's backup: "2-3 IOPS more and %util is at 100 %") no
+            point lies between it and 100 %, and the knee is interpolated across the gap;
+            where the plateau beyond the cliff lies less than ``tol`` below the line (the
+            model's file share on A+B: ~6 % at 100 %), points on the cliff's wall count as
+            on the line and the knee is placed up the wall, near 100 % -- this value is then
+            the cliff's edge.
     """
 
     intercept_pct: float
@@ -167,8 +183,14 @@ class KneeFit:
         return 1.0 - iops / on_line if on_line > 0 else 0.0
 
 
+#: Shortfall from the line within which a point counts as linear for ``last_on_line_pct``
+#: (the sweeps' points in the linear range scatter by up to ~1.2 %).
+EDGE_TOL = 0.02
+
+
 def find_knee(points: Sequence[tuple[float, float]], *, tol: float = 0.05,
-              fit_lo: float = 15.0, fit_hi: float = 70.0) -> KneeFit:
+              fit_lo: float = 15.0, fit_hi: float = 70.0,
+              edge_tol: float = EDGE_TOL) -> KneeFit:
     """Fit util = a + b * IOPS to the (iops, util_pct) points with util in
     [fit_lo, fit_hi] and find where the points leave the line (module docstring)."""
     fit = [(x, u) for x, u in points if fit_lo <= u <= fit_hi and x > 0]
@@ -182,6 +204,7 @@ def find_knee(points: Sequence[tuple[float, float]], *, tol: float = 0.05,
         raise ValueError("%util does not grow with IOPS over the fitted range")
     line = KneeFit(float(a), float(b), None, None, len(fit))
     prev: tuple[float, float, float] | None = None  # (util, iops, shortfall)
+    edge: float | None = None
     for x, u in sorted(points, key=lambda p: (p[1], p[0])):
         if u < fit_lo:
             continue
@@ -192,9 +215,11 @@ def find_knee(points: Sequence[tuple[float, float]], *, tol: float = 0.05,
             u0, x0, s0 = prev
             f = (tol - s0) / (s - s0) if s != s0 else 0.0
             return replace(line, knee_util_pct=u0 + f * (u - u0), knee_iops=x0 + f * (x - x0),
-                           last_on_line_pct=u0)
+                           last_on_line_pct=edge)
+        if s <= min(tol, edge_tol):
+            edge = u
         prev = (u, x, s)
-    return replace(line, last_on_line_pct=None if prev is None else prev[0])
+    return replace(line, last_on_line_pct=edge)
 
 
 @dataclass
@@ -279,8 +304,18 @@ class Sec3Result:
     wall_s: float = 0.0
     device: str | None = None
 
+    @property
+    def name(self) -> str:
+        return "paper-sec3"
+
     def case(self, workload: str, placement: str) -> CaseResult:
         return self.cases[(workload, placement)]
+
+    def markdown(self) -> str:
+        return results_markdown(self)
+
+    def html(self) -> str:
+        return report_html(self)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -566,7 +601,7 @@ def compare_sec3(res: Sec3Result) -> list[Comparison]:
 
 # ---- output ---------------------------------------------------------------------------------
 
-def _holds(h: bool | None) -> str:
+def holds_text(h: bool | None) -> str:
     return "-" if h is None else ("yes" if h else "NO")
 
 
@@ -582,7 +617,7 @@ def results_markdown(res: Sec3Result) -> str:
            "## Our numbers beside the paper's", "",
            "| finding | ours | paper | holds | criterion |", "|---|---:|---:|:---:|---|"]
     for r in res.comparisons:
-        out.append(f"| {r.finding} | {r.ours} | {r.paper} | {_holds(r.holds)} | "
+        out.append(f"| {r.finding} | {r.ours} | {r.paper} | {holds_text(r.holds)} | "
                    f"{r.criterion} |")
     out += ["", "## Cases", "",
             ("| workload | placement | max IOPS | util/IOPS (ms) | knee %util | last on line | "
@@ -618,13 +653,18 @@ def results_markdown(res: Sec3Result) -> str:
             ("* Where the curve falls off a cliff (IOPS on the line, then %util at 100 % a "
             "few IOPS later, as the paper describes for the backup) no run lands in "
             "between; the knee is then interpolated across the gap, and the last point "
-            "still on the line is given beside it."),
+            "within 2 % of the line (the cliff's edge) is given beside it. The file share on "
+            "A+B is linear to its edge too, but its plateau lies only ~6 % below the line "
+            "at 100 %: its host commands seek between both areas (~13 ms per member "
+            "command vs ~9 ms on A alone) while the members' write-back, ordered by the "
+            "drive, stays local (~4-5 ms a destage), so the hidden work is a smaller share "
+            "and the 5 % point is reached only high up the wall."),
             "", f"_iogauge {__version__}, started {res.started_utc}, took {res.wall_s:.0f} s._",
             ""]
     return "\n".join(out)
 
 
-_CSS = """
+REPORT_CSS = """
 body{font:14px/1.45 system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:2rem;color:#1d232a}
 h1{font-size:1.4rem;margin:0 0 .3rem}h2{font-size:1.1rem;margin:1.6rem 0 .4rem}
 .meta{color:#5b6670;margin-bottom:1rem}
@@ -645,7 +685,7 @@ def _svg_case(c: CaseResult, *, width: int = 400, height: int = 280) -> str:
     pw, ph = width - ml - mr, height - mt - mb
     ymax_data = max([c.max_iops] + [p.iops for p in c.points]
                     + [s[0] for p in c.points for s in p.samples])
-    ymax = _nice_ceiling(ymax_data * 1.08)
+    ymax = nice_ceiling(ymax_data * 1.08)
 
     def sx(u: float) -> float:
         return ml + max(0.0, min(100.0, u)) / 100.0 * pw
@@ -698,7 +738,7 @@ def _svg_case(c: CaseResult, *, width: int = 400, height: int = 280) -> str:
     return "".join(parts)
 
 
-def _nice_ceiling(v: float) -> float:
+def nice_ceiling(v: float) -> float:
     if v <= 0:
         return 1.0
     mag = 10 ** math.floor(math.log10(v))
@@ -715,7 +755,7 @@ def report_html(res: Sec3Result) -> str:
     rows = "".join(
         f"<tr><td>{e(r.finding)}</td><td>{e(r.ours)}</td><td>{e(r.paper)}</td>"
         f"<td class=\"{'yes' if r.holds else ('no' if r.holds is False else '')}\">"
-        f"{_holds(r.holds)}</td><td>{e(r.criterion)}</td></tr>" for r in res.comparisons)
+        f"{holds_text(r.holds)}</td><td>{e(r.criterion)}</td></tr>" for r in res.comparisons)
     sections = []
     for name in cfg.workloads:
         figs = []
@@ -733,7 +773,7 @@ def report_html(res: Sec3Result) -> str:
         sections.append(f"<h2>{e(name)}</h2><div class=\"charts\">{''.join(figs)}</div>")
     return (
         "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\">"
-        f"<title>paper-sec3 ({e(res.mode)})</title><style>{_CSS}</style></head><body>"
+        f"<title>paper-sec3 ({e(res.mode)})</title><style>{REPORT_CSS}</style></head><body>"
         f"<h1>Seed 004 §3 reproduced: %util against IOPS</h1>"
         f"<div class=\"meta\">{e(res.mode)} mode, model <b>{e(res.profile)}</b> "
         f"({e(res.profile_description)}); {cfg.threads} threads per case; seed 004's "
@@ -744,20 +784,65 @@ def report_html(res: Sec3Result) -> str:
         f"{''.join(sections)}</body></html>\n")
 
 
-def write_outputs(res: Sec3Result, out_dir: str | Path) -> list[Path]:
+class ExperimentResult(Protocol):
+    """What every experiment's result offers the writers and the CLI.
+
+    Attributes:
+        name: the experiment (``paper-sec3``, ``paper-eval1``, ...).
+        mode: ``sim`` or ``device``.
+        comparisons: the results table.
+        wall_s: how long it took.
+    """
+
+    comparisons: list[Comparison]
+    wall_s: float
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def mode(self) -> str: ...
+
+    def to_dict(self) -> dict[str, Any]: ...
+
+    def markdown(self) -> str: ...
+
+    def html(self) -> str: ...
+
+
+def write_outputs(res: ExperimentResult, out_dir: str | Path) -> list[Path]:
     """Write ``results.md``, ``report.html`` and ``results.json`` into ``out_dir``."""
     d = Path(out_dir)
     d.mkdir(parents=True, exist_ok=True)
     paths = [d / "results.md", d / "report.html", d / "results.json"]
-    paths[0].write_text(results_markdown(res), encoding="utf-8")
-    paths[1].write_text(report_html(res), encoding="utf-8")
+    paths[0].write_text(res.markdown(), encoding="utf-8")
+    paths[1].write_text(res.html(), encoding="utf-8")
     paths[2].write_text(json.dumps(res.to_dict(), indent=2) + "\n", encoding="utf-8")
     return paths
 
 
-def run_experiment(name: str, mode: Mode = "sim", cfg: Sec3Config | None = None, *,
-                   progress: Callable[[str], None] | None = None) -> Sec3Result:
-    """Run the experiment ``name`` (one of :data:`EXPERIMENTS`)."""
-    if name != "paper-sec3":
+def run_experiment(name: str, mode: Mode = "sim",
+                   cfg: Sec3Config | PaperEvalConfig | DeviceEvalConfig | None = None, *,
+                   progress: Callable[[str], None] | None = None) -> ExperimentResult:
+    """Run the experiment ``name`` (one of :data:`EXPERIMENTS`) with its own configuration
+    (``Sec3Config`` for paper-sec3; ``PaperEvalConfig`` in sim mode and
+    ``DeviceEvalConfig`` in device mode for paper-eval1..3; None: the defaults)."""
+    if name == "paper-sec3":
+        if cfg is not None and not isinstance(cfg, Sec3Config):
+            raise ExperimentError("paper-sec3 takes a Sec3Config")
+        return paper_sec3(mode, cfg or Sec3Config(), progress=progress)
+    if name not in EXPERIMENTS:
         raise ExperimentError(f"unknown experiment {name!r}; known: {', '.join(EXPERIMENTS)}")
-    return paper_sec3(mode, cfg or Sec3Config(), progress=progress)
+    # Imported here: paper_eval builds on this module.
+    from iogauge.lab import paper_eval as pe  # noqa: PLC0415
+
+    number = pe.EVAL_EXPERIMENTS[name]
+    if mode == "device":
+        if cfg is not None and not isinstance(cfg, pe.DeviceEvalConfig):
+            raise ExperimentError(f"{name} --device takes a DeviceEvalConfig")
+        return pe.device_paper_eval(number, cfg or pe.DeviceEvalConfig(), progress=progress)
+    if mode != "sim":
+        raise ExperimentError(f"unknown mode {mode!r} (sim or device)")
+    if cfg is not None and not isinstance(cfg, pe.PaperEvalConfig):
+        raise ExperimentError(f"{name} takes a PaperEvalConfig")
+    return pe.paper_eval(number, cfg or pe.PaperEvalConfig(), progress=progress)

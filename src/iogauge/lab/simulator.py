@@ -31,7 +31,10 @@ happen, so those counters are present and stay 0. Sampling the counters every
 has per-direction IOPS limits, the virtual-time twin of cgroup v2 ``io.max``
 ``riops=``/``wiops=``: a token bucket of the limit's rate holding at most one throttle slice
 of tokens (blk-throttle's ``throtl_slice``, 100 ms on rotational devices), FIFO per group and
-direction.
+direction. A group may instead (or also) have a *user-level* cap on its total issue rate,
+``IopsLimit.iops``: seed 004's own actuator (§4 (4), §5: B's load threads run at the smaller
+of their own target and the controller's ``b``, counted per wall-clock second before the
+I/O is issued), which each of the group's workloads applies through its issue limiter.
 
 **The controller hook** drives a guarantee policy in virtual time. At the end of every
 sampling interval the simulator calls ``controller(observation)`` with an
@@ -80,18 +83,28 @@ _G_SLOTS = 8
 
 @dataclass(frozen=True)
 class IopsLimit:
-    """Per-direction IOPS limits of a group (cgroup v2 ``io.max`` ``riops``/``wiops``).
+    """Per-direction IOPS limits of a group (cgroup v2 ``io.max`` ``riops``/``wiops``), and
+    optionally a user-level cap on its total issue rate.
 
     Attributes:
         riops: reads per second allowed (None: unlimited).
         wiops: writes per second allowed (None: unlimited).
+        iops: reads + writes per second the group's threads may *issue* (None: no cap):
+            seed 004's actuator, not the kernel's -- its benchmark counted I/Os per second
+            in user space and blocked the rest of the second once ``b`` were issued (§4
+            (4)), B's load threads running at the smaller of their own target and ``b``
+            (§5). Each workload of the group gets its share (by the caps in force, equal
+            when uncapped) as a cap in its own arrival mode, the smaller of that and its
+            own cap applying. The I/O it holds back is not issued: neither in flight nor
+            queued in the kernel.
     """
 
     riops: float | None = None
     wiops: float | None = None
+    iops: float | None = None
 
     def __post_init__(self) -> None:
-        for v in (self.riops, self.wiops):
+        for v in (self.riops, self.wiops, self.iops):
             if v is not None and not v > 0:
                 raise ValueError("an IOPS limit must be > 0 (None for unlimited)")
 
@@ -168,7 +181,8 @@ class SimResult:
     Attributes:
         frame: one SampleFrame row per interval (source ``lab-sim``).
         groups: per group per interval: ``ts``, ``t_end_s``, ``group`` and the
-            :class:`GroupInterval` fields, plus ``limit_riops`` / ``limit_wiops`` in force.
+            :class:`GroupInterval` fields, plus ``limit_riops`` / ``limit_wiops`` /
+            ``limit_iops`` in force.
         counters: int64 (intervals + 1, 17) diskstats snapshots, the first at time 0.
         sample_times_s: virtual time of each snapshot.
         limit_changes: (time, group, new limit) in the order they were applied.
@@ -280,8 +294,8 @@ class _Limiter:
     ``rate`` None lets every thread through (an uncapped stretch of a schedule).
     """
 
-    __slots__ = ("_count", "_gaps", "_gi", "_last", "_mode", "_per_s", "_rate", "_rng",
-                 "_schedule", "_win")
+    __slots__ = ("_count", "_gaps", "_gi", "_last", "_mode", "_override", "_per_s", "_rate",
+                 "_rng", "_schedule", "_win")
 
     def __init__(self, w: Workload, rng: np.random.Generator) -> None:
         self._mode = w.arrival
@@ -294,7 +308,13 @@ class _Limiter:
         self._schedule = list(w.rate_schedule)
         self._rate: float | None = None
         self._per_s = 1
+        self._override: float | None = None
         self._set_rate(w.rate_iops)
+
+    def set_override(self, rate: float | None) -> None:
+        """A cap from outside (a user-level group limit, :attr:`IopsLimit.iops`); the
+        smaller of it and the workload's own cap applies. None: the workload's own."""
+        self._override = rate
 
     def _set_rate(self, rate: float | None) -> None:
         self._rate = rate
@@ -317,6 +337,11 @@ class _Limiter:
         while self._schedule and self._schedule[0][0] <= t:
             self._set_rate(self._schedule.pop(0)[1])
         rate = self._rate
+        per_s = self._per_s
+        ov = self._override
+        if ov is not None and (rate is None or ov < rate):
+            rate = ov
+            per_s = max(1, round(ov))
         if rate is None:
             return t
         if self._mode == "per_second":
@@ -324,7 +349,7 @@ class _Limiter:
             w = math.floor(t)
             if w > self._win:
                 self._win, self._count = w, 0
-            if self._count >= self._per_s:
+            if self._count >= per_s:
                 self._win += 1
                 self._count = 0
             self._count += 1
@@ -367,7 +392,14 @@ class _Bucket:
         if self.rate is None:
             return t
         self._refill(t)
-        return t + max(0.0, 1.0 - self.tokens) / self.rate
+        at = t + max(0.0, 1.0 - self.tokens) / self.rate
+        if at <= t and self.tokens < 1.0 - 1e-12:
+            # The missing fraction of a token takes less than the spacing of doubles at t
+            # (2**-43 s at t = 512 s): t + wait rounds back to t, and a release scheduled
+            # there would fail to take and reschedule itself at t for ever. The next
+            # representable instant holds that fraction (wait < spacing).
+            at = math.nextafter(t, math.inf)
+        return at
 
     def set_rate(self, t: float, rate: float | None) -> None:
         self._refill(t)
@@ -434,6 +466,10 @@ class _Engine:
         self.limiters: list[_Limiter | None] = [
             _Limiter(w, streams[2 * i + 1]) if w.capped else None
             for i, w in enumerate(wls)]
+        # An uncapped workload gets its limiter (and this stream) only if a user-level
+        # group cap is set on it, so its draws do not change the other streams.
+        self._limiter_rngs = [streams[2 * i + 1] for i in range(len(wls))]
+        self._user_capped: set[str] = set()
         self.group_names: list[str] = []
         for w in wls:
             if w.group not in self.group_names:
@@ -485,6 +521,8 @@ class _Engine:
         gi = self.group_index[group]
         self.limits[group] = lim
         self.limit_changes.append((t, group, lim))
+        if lim.iops is not None or group in self._user_capped:
+            self._user_cap(t, group, lim.iops)
         for d, rate in ((0, lim.riops), (1, lim.wiops)):
             b = self.buckets[gi][d]
             b.set_rate(t, rate)
@@ -492,6 +530,27 @@ class _Engine:
                 b.tokens = b.cap
             if b.queue:
                 self._push(b.ready_at(t), _RELEASE, (gi, d, b.gen))
+
+    def _user_cap(self, t: float, group: str, iops: float | None) -> None:
+        """Share a group's user-level cap among its workloads' issue limiters."""
+        idx = [i for i, w in enumerate(self.wls) if w.group == group]
+        rates = [self.wls[i].rate_at(t) for i in idx]
+        known = [r for r in rates if r is not None]
+        total = sum(known)
+        for i, r in zip(idx, rates, strict=True):
+            share = (r / total if r is not None and len(known) == len(rates) and total > 0
+                     else 1.0 / len(idx))
+            lim = self.limiters[i]
+            if lim is None:
+                if iops is None:
+                    continue
+                lim = _Limiter(self.wls[i], self._limiter_rngs[i])
+                self.limiters[i] = lim
+            lim.set_override(None if iops is None else iops * share)
+        if iops is None:
+            self._user_capped.discard(group)
+        else:
+            self._user_capped.add(group)
 
     # ---- event plumbing -----------------------------------------------------------------
     def _push(self, t: float, kind: int, x: Any) -> None:
@@ -745,14 +804,15 @@ class _Engine:
         for kk in range(1, k + 1):
             gis = self._group_intervals(kk, interval_s)
             for name, gi in gis.items():
-                lim = self.limit_snaps[kk - 1][name]
+                lim = self.limit_snaps[kk][name]  # in force during interval kk
                 rows.append({
                     "ts": start + timedelta(seconds=float(times[kk])),
                     "t_end_s": float(times[kk]), **{
                         f: getattr(gi, f) for f in GroupInterval.__dataclass_fields__},
-                    "limit_riops": lim.riops, "limit_wiops": lim.wiops})
+                    "limit_riops": lim.riops, "limit_wiops": lim.wiops,
+                    "limit_iops": lim.iops})
         groups = pl.DataFrame(rows, schema_overrides={
-            "limit_riops": pl.Float64, "limit_wiops": pl.Float64,
+            "limit_riops": pl.Float64, "limit_wiops": pl.Float64, "limit_iops": pl.Float64,
             "demand_iops": pl.Float64})
         return SimResult(frame=frame, groups=groups, counters=snaps,
                          sample_times_s=times, limit_changes=self.limit_changes,

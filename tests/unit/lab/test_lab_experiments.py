@@ -27,7 +27,7 @@ from iogauge.lab.experiments import (
 
 def test_find_knee_on_a_line_that_bends() -> None:
     # util = 2 + 0.5 * iops up to 160 IOPS (82 %), then IOPS stalls while util climbs.
-    pts = [(x, 2 + 0.5 * x) for x in (30, 60, 90, 120, 140, 160)]
+    pts: list[tuple[float, float]] = [(x, 2 + 0.5 * x) for x in (30, 60, 90, 120, 140, 160)]
     pts += [(166.0, 92.0), (168.0, 100.0)]
     k = find_knee(pts, tol=0.05)
     assert k.intercept_pct == pytest.approx(2.0)
@@ -48,6 +48,21 @@ def test_find_knee_none_when_linear_and_errors() -> None:
     assert k.last_on_line_pct == pytest.approx(96.0)
     with pytest.raises(ValueError, match="at least 2 points"):
         find_knee([(10.0, 5.0), (200.0, 99.0)])
+
+
+def test_find_knee_reports_the_edge_of_a_shallow_cliff() -> None:
+    # util = 2 + 0.5 * iops up to 180 IOPS (92 %), then a wall at 182 IOPS: 97 % is only
+    # 1 - 182/190 = 4.2 % short of the line (still "on" it for the 5 % knee), 99 % is
+    # 1 - 182/194 = 6.2 % short. The knee lies up the wall; the last point within 2 % of
+    # the line -- the wall's edge -- is the 92 % one (seed 004's file share on A+B).
+    pts: list[tuple[float, float]] = [(x, 2 + 0.5 * x) for x in (40.0, 80.0, 120.0, 160.0, 180.0)]
+    pts += [(182.0, 97.0), (182.0, 99.0)]
+    k = find_knee(pts)
+    s0, s1 = 1 - 182 / 190, 1 - 182 / 194
+    assert k.knee_util_pct == pytest.approx(97 + (0.05 - s0) / (s1 - s0) * 2)
+    assert k.last_on_line_pct == pytest.approx(92.0)
+    # A looser edge tolerance takes the wall's first point as still linear.
+    assert find_knee(pts, edge_tol=0.045).last_on_line_pct == pytest.approx(97.0)
 
 
 @pytest.fixture(scope="module")

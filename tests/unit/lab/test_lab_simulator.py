@@ -278,3 +278,72 @@ def test_policy_controller_drives_a_guarantee_policy() -> None:
     assert g.filter(pl.col("group") == "B")["limit_riops"].drop_nulls().len() >= 8
     last_b = g.filter(pl.col("group") == "B")["iops"].to_list()[-1]
     assert last_b < 200.0
+
+
+def test_group_limits_are_reported_for_the_interval_they_are_in_force() -> None:
+    # The limit the controller sets at the end of interval 2 (t = 10 s) throttles interval 3
+    # (10-15 s) and the one it lifts at t = 20 s is gone from interval 5 (20-25 s) on.
+    b = w4k(threads=2, group="B")
+
+    def controller(obs: IntervalObservation) -> Mapping[str, IopsLimit] | None:
+        if obs.t_end_s == pytest.approx(10.0):
+            return {"B": IopsLimit(riops=10.0)}
+        if obs.t_end_s == pytest.approx(20.0):
+            return {"B": IopsLimit()}
+        return None
+
+    res = simulate(Fixed(0.002), b, 30.0, interval_s=5.0, controller=controller)
+    assert res.groups["limit_riops"].to_list() == [None, None, 10.0, 10.0, None, None]
+    # 2 threads at 2 ms: 1,000 reads/s; 10/s (+ the slice's one burst token) while limited.
+    assert res.groups["iops"].to_list()[2:4] == pytest.approx([10.0, 10.0], abs=0.6)
+
+
+def test_user_level_cap_counts_per_second_before_issue() -> None:
+    # Seed 004's actuator (IopsLimit.iops): 4 threads that could do 4,000 IOPS at 1 ms are
+    # held to the cap per wall-clock second, and the smaller of it and their own cap wins.
+    w = w4k(threads=4, group="B", arrival="per_second")
+    res = simulate(Fixed(0.001, channels=4), w, 10.0, limits={"B": IopsLimit(iops=30.0)})
+    assert res.frame.df["iops"].to_list() == pytest.approx([30.0] * 10, abs=1.0)
+    assert res.groups["limit_iops"].to_list() == [30.0] * 10
+    # Held back before issue: nothing waits in the kernel's throttle.
+    assert res.groups["throttle_wait_ms"].to_list() == [0.0] * 10
+    own = w4k(threads=4, group="B", arrival="per_second", rate_iops=20.0)
+    res = simulate(Fixed(0.001, channels=4), own, 10.0, limits={"B": IopsLimit(iops=30.0)})
+    assert res.steady_iops(1.0) == pytest.approx(20.0, abs=0.2)
+
+    # Lifted by the controller at t = 5 s: back to the device's 4,000 IOPS.
+    def lift(obs: IntervalObservation) -> Mapping[str, IopsLimit] | None:
+        return {"B": IopsLimit()} if obs.t_end_s == pytest.approx(5.0) else None
+
+    res = simulate(Fixed(0.001, channels=4), w, 10.0, limits={"B": IopsLimit(iops=30.0)},
+                   controller=lift)
+    iops = res.frame.df["iops"].to_list()
+    assert iops[:5] == pytest.approx([30.0] * 5, abs=1.0)
+    assert iops[6:] == pytest.approx([4000.0] * 4, rel=0.01)
+
+
+def test_user_level_cap_is_shared_by_the_groups_workloads_caps() -> None:
+    # Two workloads of group B capped at 30 and 10 IOPS share a user cap of 20 as 15 + 5.
+    a = w4k(threads=2, group="B", arrival="per_second", rate_iops=30.0)
+    b = w4k(threads=2, group="B", arrival="per_second", rate_iops=10.0,
+            regions=(Region(0.5, 1.0),))
+    res = simulate(Fixed(0.001, channels=4), [a, b], 10.0, limits={"B": IopsLimit(iops=20.0)})
+    assert res.steady_iops(1.0) == pytest.approx(20.0, abs=0.2)
+
+
+def test_throttle_release_advances_past_the_clock_resolution() -> None:
+    # Regression: a token 1.07e-12 short at t = 512 s (rate 29.6/s) needs 3.6e-14 s, below
+    # the spacing of doubles there (1.1e-13 s): t + wait == t, and the release event used to
+    # reschedule itself at t for ever. It must land strictly later and then pass.
+    from iogauge.lab.simulator import _Bucket
+
+    b = _Bucket()
+    b.set_rate(0.0, 29.6)
+    t = 512.0158203061154
+    b.last = t
+    b.tokens = 1.0 - 1.07e-12
+    assert not b.take(t)
+    at = b.ready_at(t)
+    assert at > t
+    assert b.take(at)
+    # (Found when seed 004's evaluation 2 -- B throttled to 29.6 reads/s -- hung at 512 s.)
