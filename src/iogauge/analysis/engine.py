@@ -301,10 +301,13 @@ def verdict(dev: DeviceContext, findings: Sequence[Finding]) -> tuple[str, str]:
     return "healthy", "; ".join(parts) or "no rule found a problem"
 
 
-def _blame_parents(reports: list[DeviceReport]) -> None:
+def _blame_parents(reports: list[DeviceReport], ctx: AnalysisContext) -> None:
     """A part of a device that is the bottleneck says so first (seed 000: the volumes' 1.5 ms
     came from their shared rank; the fix was on the rank, not on any volume)."""
-    by_name = {(r.host, r.device.split(":", 1)[-1]): r for r in reports}
+    # by the source's own device name (keys may be host:device, and names such as
+    # RANK:0000@ABCD1 or E: carry colons themselves)
+    by_name = {(r.host, ctx.devices[r.device].device): r for r in reports
+               if r.device in ctx.devices}
     for r in reports:
         parent = by_name.get((r.host, r.parent)) if r.parent else None
         if (parent is not None and parent.verdict == "bottleneck"
@@ -340,7 +343,7 @@ def analyze(frame: SampleFrame | pl.DataFrame,
             verdict=v, verdict_reason=why, attributes=dev.attributes or Attributes(),
             capability=dev.capability, capacity=dev.capacity,
             worst_windows=_worst_windows(dev), finding_count=counts))
-    _blame_parents(reports)
+    _blame_parents(reports, ctx)
     order = {v: i for i, v in enumerate(VERDICTS)}
     reports.sort(key=lambda r: (order[r.verdict], -(r.attributes.iops_mean or 0.0)))
     starts = [d.start for d in ctx.devices.values() if d.start is not None]

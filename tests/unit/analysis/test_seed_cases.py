@@ -202,3 +202,14 @@ def test_seed003_ssd_waits_are_lower_per_event() -> None:
     worst_h = max((f.rank for f in res_h.findings if f.rule == "oracle_waits"), default=-1)
     worst_s = max((f.rank for f in res_s.findings if f.rule == "oracle_waits"), default=-1)
     assert worst_h >= worst_s
+
+
+def test_a_partition_of_the_bottleneck_disk_is_named_as_part_of_it() -> None:
+    # Solaris iostat -xcnpz: c1t2d0 at 982.7 ms / 100 % busy; its slice c1t2d0s0 carries
+    # the load and is judged through its disk (same spindle, same queue)
+    res = _run(FIX / "solaris-iostat" / "doc-iostat-xcnpz-Td.txt")
+    disk, part = _dev(res, "c1t2d0"), _dev(res, "c1t2d0s0")
+    assert disk.verdict == "bottleneck"
+    assert part.verdict == "bottleneck"
+    assert part.verdict_reason.startswith("a partition of c1t2d0, which is the bottleneck")
+    assert _dev(res, "c1t0d0").verdict == "healthy"
