@@ -54,15 +54,6 @@ def choose_window_s(interval_s: float | None, requested: float | None = None) ->
     return max(base, interval_s)
 
 
-def _wmean(col: str, weight: pl.Expr) -> pl.Expr:
-    """Weighted mean over the rows where ``col`` is not null; null when no weight."""
-    present = pl.col(col).is_not_null()
-    w = pl.when(present).then(weight).otherwise(None)
-    num = (pl.col(col) * w).sum()
-    den = w.sum()
-    return pl.when(den > 0).then(num / den).otherwise(None)
-
-
 def _ops(rate: str, cols: set[str]) -> pl.Expr:
     """Operations per second to weight a per-operation value by: the rate column, or for
     ``iops`` the sum of the read/write/discard rates when the source gives no total (old
@@ -74,11 +65,6 @@ def _ops(rate: str, cols: set[str]) -> pl.Expr:
         if parts:
             return pl.sum_horizontal(parts)
     return pl.lit(0.0)
-
-
-def _mean_fallback(col: str) -> pl.Expr:
-    """Plain mean (used when the weights are all zero, e.g. an idle window's 0.00 await)."""
-    return pl.col(col).mean()
 
 
 def aggregate_windows(rows: pl.DataFrame, window_s: float) -> pl.DataFrame:

@@ -12,7 +12,7 @@ from iogauge.analysis.catalog import parse_profile_overrides
 from iogauge.analysis.context import UTC, LatencyTarget
 from iogauge.analysis.engine import AnalysisOptions, analyze
 from iogauge.cli.common import out, user_errors, warn
-from iogauge.cli.inputs import load_inputs, parse_time, parse_zone
+from iogauge.cli.inputs import load_inputs, parse_start, parse_time, parse_zone
 from iogauge.reporting.analysis_terminal import print_analysis
 
 
@@ -76,7 +76,7 @@ def analyze_cmd(
             targets=tuple(LatencyTarget.parse(t) for t in target or ()),
             window_s=window, tz=zone or UTC)
         inputs = load_inputs(files, db, zone=zone, lenient=lenient,
-                             start=parse_time(collected, "--start", zone),
+                             start=parse_start(collected),
                              interval_s=interval)
         for n in inputs.notes:
             warn(n)

@@ -6,7 +6,7 @@ import json
 import sys
 from datetime import datetime
 from pathlib import Path
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+from zoneinfo import ZoneInfo
 
 import typer
 from rich.console import Console
@@ -24,6 +24,7 @@ from iogauge.analysis.compare import (
 from iogauge.analysis.compare import compare as compare_frames
 from iogauge.analysis.engine import analyze
 from iogauge.cli.common import err, out, user_errors, warn
+from iogauge.cli.inputs import parse_start, parse_zone
 from iogauge.errors import IogaugeError
 from iogauge.importers.registry import FORMATS, expand, import_file
 from iogauge.model.sampleframe import SampleFrame
@@ -201,20 +202,8 @@ def compare(
     --interval 5`, or `iogauge compare sp_hdd.txt sp_ssd.txt --json | jq .wait_changes`.
     """
     with user_errors():
-        zone = None
-        if tz is not None:
-            try:
-                zone = ZoneInfo(tz)
-            except (ZoneInfoNotFoundError, ValueError):
-                raise IogaugeError(f"--tz {tz!r}: unknown time zone (use an IANA name such "
-                                   "as UTC, Europe/Paris)") from None
-        start_dt = None
-        if start is not None:
-            try:
-                start_dt = datetime.fromisoformat(start.strip())
-            except ValueError:
-                raise IogaugeError(f"--start {start!r}: not an ISO-8601 time (e.g. "
-                                   "2026-11-22T02:00)") from None
+        zone = parse_zone(tz)
+        start_dt = parse_start(start)
         mapping = _parse_map(device_map)
         fb, wb = _load("before", before, fmt=fmt, tz=zone, start=start_dt,
                        interval_s=interval)

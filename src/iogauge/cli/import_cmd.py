@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import Any
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+from zoneinfo import ZoneInfo
 
 import polars as pl
 import typer
@@ -34,6 +34,7 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from iogauge.cli.common import err, out, user_errors, warn
+from iogauge.cli.inputs import parse_start, parse_zone
 from iogauge.errors import InputFormatError, IogaugeError
 from iogauge.importers.base import Source
 from iogauge.importers.io import compression_of, open_binary, read_bytes, read_head
@@ -260,20 +261,8 @@ def import_(
         err.print("[bold red]error:[/] --json and --parquet are exclusive")
         raise typer.Exit(2)
     with user_errors():
-        zone = None
-        if tz is not None:
-            try:
-                zone = ZoneInfo(tz)
-            except (ZoneInfoNotFoundError, ValueError):
-                raise IogaugeError(f"--tz {tz!r}: unknown time zone (use an IANA name such "
-                                   "as UTC, Europe/Paris, America/New_York)") from None
-        start_dt = None
-        if start is not None:
-            try:
-                start_dt = datetime.fromisoformat(start.strip())
-            except ValueError:
-                raise IogaugeError(f"--start {start!r}: not an ISO-8601 time (e.g. "
-                                   "2026-11-22T02:00 or 2026-11-22T02:00+09:00)") from None
+        zone = parse_zone(tz)
+        start_dt = parse_start(start)
         if date_order is not None and date_order.upper() not in ("MDY", "DMY", "YMD"):
             raise IogaugeError(f"--date-order {date_order!r}: use MDY, DMY or YMD")
         opts = _Options(fmt=fmt, tz=zone, lenient=lenient, host=host, start=start_dt,

@@ -49,6 +49,18 @@ def parse_zone(tz: str | None) -> ZoneInfo | None:
                            "Europe/Paris, America/New_York)") from None
 
 
+def parse_start(text: str | None) -> datetime | None:
+    """``--start`` of the import commands: ISO-8601, kept naive when it has no offset (the
+    importer reads it in the file's zone or ``--tz``, as it reads the file's own times)."""
+    if text is None:
+        return None
+    try:
+        return datetime.fromisoformat(text.strip())
+    except ValueError:
+        raise IogaugeError(f"--start {text!r}: not an ISO-8601 time (e.g. 2026-11-22T02:00 "
+                           "or 2026-11-22T02:00+09:00)") from None
+
+
 def parse_time(text: str | None, option: str, zone: ZoneInfo | None) -> datetime | None:
     """``--from``/``--to`` ISO-8601 text; no offset = ``zone`` (else UTC)."""
     if text is None:
