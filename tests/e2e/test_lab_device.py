@@ -732,7 +732,7 @@ def test_a_constant_10ms_service_looks_like_10ms() -> None:
            "--norandommap"]
     runs: list[Measured] = []
     with _device("constant:10ms", "1G") as d:
-        for _attempt in range(3):
+        for _attempt in range(5):  # real time on a shared VM: a few chances at a quiet spell
             m1 = _measure(d, qd1, runtime_s=4)
             runs.append(m1)
             r = m1.fio["jobs"][0]["read"]
