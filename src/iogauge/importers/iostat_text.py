@@ -3,6 +3,9 @@
 Every generation of sysstat's ``iostat`` is read, with the layout taken from each ``Device``
 header rather than from a version guess:
 
+* 5.x-8.x ``-x``: ``Device: rrqm/s wrqm/s r/s w/s rsec/s wsec/s rkB/s wkB/s avgrq-sz
+  avgqu-sz await svctm %util`` (sectors and kB both printed: kB is taken), under a banner
+  without the ``_arch_ (N CPU)`` that 8.1 added (``Linux REL (host) <TAB>date``).
 * 9.x/10.x/11.0-11.5 ``-x``: ``Device: rrqm/s wrqm/s r/s w/s rkB/s wkB/s avgrq-sz avgqu-sz
   await r_await w_await svctm %util`` in sectors (``rsec/s``, the default), kB (``-k``) or MB
   (``-m``). ``avgrq-sz`` is always in 512-byte sectors, whatever the unit option (sysstat
@@ -66,10 +69,11 @@ Times (``ts`` = end of the report's interval, UTC):
   several reports and no interval is refused with an error naming ``--interval``. A file
   holding only iostat's since-boot summary needs neither (its one report is stamped at the
   banner date's midnight, ``interval_s`` 1 s nominal, flagged ``since_boot``).
-* The first report after each ``Linux …`` banner is iostat's since-boot summary: kept, with
-  ``since_boot`` true (iostat ``-y`` omits it; a log written with ``-y`` has its first real
-  interval flagged too — the file cannot tell). A file that starts without a banner (a
-  fragment of a longer log) is read as measured intervals, with a note.
+* The first report after each ``Linux …`` banner (with or without ``_arch_ (N CPU)``) is
+  iostat's since-boot summary: kept, with ``since_boot`` true (iostat ``-y`` omits it; a log
+  written with ``-y`` has its first real interval flagged too — the file cannot tell). A file
+  that starts without a banner (a fragment of a longer log) is read as measured intervals,
+  with a note.
 
 Damaged input: a line that is not what its place requires (wrong number of fields for its
 ``Device`` header, a non-number, a line outside any block) is refused with file:line:reason
@@ -125,22 +129,24 @@ from iogauge.importers.io import decode
 from iogauge.model.sampleframe import DEVICE_KINDS, SampleFrame
 
 NAME = "iostat"
-DESCRIPTION = ("sysstat iostat text, 9.x to 12.x (-x or basic, -t, -p ALL, -z, -k/-m/sectors, "
+DESCRIPTION = ("sysstat iostat text, 5.x to 12.x (-x or basic, -t, -p ALL, -z, -k/-m/sectors, "
                "--human/--pretty)")
 EXPECTS = ("an 'avg-cpu:  %user …' block or a 'Device' header with iostat columns (r/s, "
            "rkB/s, tps, %util …), as printed by sysstat iostat")
 
 #: Bytes read and scanned per piece by :func:`iter_parse` (and :func:`parse`): the working
 #: memory of a scan is a few times this.
-CHUNK_BYTES = 2 << 20
+CHUNK_BYTES = 4 << 20
 
 #: Pieces are linked (reports, times) and turned into SampleFrames in batches of about this
 #: many bytes of text: the batch holds only the pieces' numbers and structural lines, far
 #: less than their text, and the per-batch fixed costs are paid less often. Measured on the
 #: 100 MB benchmark log (2 CPUs): the peak resident set grows by ~10 MB per MB of batch
-#: (frames being built), the time falls by a few % from 4 MB to 6 MB; 2 MB pieces in 4 MB
-#: batches keep ``iogauge import --parquet`` at ~2.7x the log (the CLI itself is ~115 MB).
-LINK_BYTES = 4 << 20
+#: (frames being built), while every piece and batch pays fixed costs (a few hundred polars
+#: and numpy calls): parse-only time for the log, 2/4 MiB 2.0-2.2 s, 4/8 MiB 1.6-1.8 s,
+#: 8/16 MiB 1.3-1.6 s at 2.1 s / 2.3 s / 3.0x the log peak in ``benchmarks/import_speed.py``'s
+#: streaming row, so 4 MiB pieces in 8 MiB batches: below 3x with the CLI around them.
+LINK_BYTES = 8 << 20
 
 #: interval_s given to a since-boot-only report when the file has no interval at all.
 UNKNOWN_INTERVAL_S = 1.0
@@ -169,8 +175,10 @@ _MIN_STEPS = 8
 _BLANK, _BANNER, _TS, _CPUH, _CPUV, _DEVH, _ROW, _BANNER_CAND, _TS_CAND = range(9)
 _STRUCTURAL = (_BANNER, _TS, _CPUH, _CPUV, _DEVH)
 
-_BANNER_RE = (r"^Linux\s+(?P<kernel>\S+)\s+\((?P<host>[^)]*)\)\s+(?P<date>.+?)\s+"
-              r"_(?P<arch>\S+)_\s+\((?P<ncpu>\d+)\s+CPU\)\s*$")
+# sysstat 8.1.x and later end the banner with "_arch_ (N CPU)"; sysstat 5.x-8.0 print only
+# "Linux REL (host) <TAB>date" (seed 003's captures, sysstat 5.0.5 on RHEL 4).
+_BANNER_RE = (r"^Linux\s+(?P<kernel>\S+)\s+\((?P<host>[^)]*)\)\s+(?P<date>\S.*?)"
+              r"(?:\s+_(?P<arch>\S+)_\s+\((?P<ncpu>\d+)\s+CPU\))?\s*$")
 # Pretty (device-last) tables after the first of a report: write, discard, flush parts.
 _PART_RE = r"^\s*(?:w/s|d/s|f/s)\s"
 

@@ -150,10 +150,11 @@ def _seed003(name: str) -> AnalysisResult:
     r = import_file(FIX / "iostat" / f"seed003-{name}.txt", start=SEED003_START,
                     interval_s=10.0)
     df = r.frame.df
-    if not df["since_boot"].any():
-        # sysstat 5's banner has no "_arch_ (N CPU)", so the importer reads the file as a
-        # fragment and keeps the first (since-boot) report as an interval: leave it out.
-        df = df.filter(df["ts"] > df["ts"].min())
+    # sysstat 5's banner ("Linux 2.6.9-55.ELsmp (dbsrv01) <TAB>08/21/2007", no "_arch_ (N
+    # CPU)") is recognised, so the first report is iostat's since-boot summary, flagged.
+    first = df.filter(df["ts"] == df["ts"].min())
+    assert first["since_boot"].all() and not df.filter(~df["since_boot"]).is_empty()
+    assert set(df["host"].unique()) == {"dbsrv01"}
     return analyze(df, None, None, STRICT)
 
 

@@ -184,6 +184,29 @@ def test_sysstat10_since_boot_only() -> None:
     assert one(frame, "dm-1")["areq_kB"] == 50.09 / 2
 
 
+def test_sysstat5_banner_without_arch_and_cpu_count() -> None:
+    # sysstat 5.x-8.0 banner: "Linux REL (host) <TAB>date", no "_arch_ (N CPU)" (seed 003)
+    frame, src = load("seed003-select-config5-1-1-hdd-cache1024m.txt", interval_s=10.0,
+                      start=dt.datetime(2007, 8, 21, 10, tzinfo=dt.UTC))
+    df = frame.df.sort("ts")
+    assert df["host"].unique().to_list() == ["dbsrv01"]
+    assert df["since_boot"].to_list() == [True] + [False] * 6
+    assert df["ts"].to_list() == [utc(2007, 8, 21, 10) + dt.timedelta(seconds=10 * k)
+                                  for k in range(7)]
+    boot, sel = df.row(0, named=True), df.row(1, named=True)
+    assert (boot["r_iops"], boot["w_iops"], boot["util_pct"]) == (3.12, 0.85, 1.2)
+    assert (sel["r_iops"], sel["r_kBps"], sel["areq_kB"], sel["aqu_sz"], sel["await_ms"],
+            sel["svctm_ms"], sel["util_pct"]) == (334.39, 40731.70, 243.62 / 2, 1.87, 5.61,
+                                                  2.64, 88.2)
+    assert (sel["cpu_user_pct"], sel["cpu_system_pct"], sel["cpu_iowait_pct"]) == (
+        92.71, 7.29, 0.0)
+    assert not any("fragment" in n for n in src.notes)
+    # without --start the banner's date gives midnight, as for newer banners
+    frame2, src2 = load("seed003-select-config5-1-1-hdd-cache1024m.txt", interval_s=10.0)
+    assert frame2.df["ts"].min() == utc(2007, 8, 21)
+    assert any("08/21/2007" in n for n in src2.notes)
+
+
 def test_sysstat116_golden() -> None:
     frame, src = load(UBUNTU116)
     assert len(frame) == 20 and frame.df["since_boot"].all()
