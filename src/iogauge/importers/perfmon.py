@@ -88,6 +88,7 @@ import io
 import math
 import os
 import re
+import stat
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -205,9 +206,11 @@ def read_utf8(stream: BinaryIO) -> tuple[bytes, str]:
     gives for the same bytes.
 
     UTF-16 (relog's default, twice the size of the text) is converted a piece at a time as
-    it is read: ASCII pieces by taking the low byte of every code unit, any other piece and
-    everything after it by an incremental codec (which carries a code unit or surrogate pair
-    split between pieces). Other encodings are read whole and go through :func:`to_utf8`.
+    it is read: ASCII pieces by narrowing every code unit to a byte (exact when each is
+    <= 0x7F) straight into one output buffer, sized from the file when it is a plain file,
+    any other piece and everything after it by an incremental codec (which carries a code
+    unit or surrogate pair split between pieces). Other encodings are read whole and go
+    through :func:`to_utf8`.
     """
     head = stream.read(4)
     if head.startswith((b"\xff\xfe", b"\xfe\xff")):
@@ -217,6 +220,12 @@ def read_utf8(stream: BinaryIO) -> tuple[bytes, str]:
     else:
         return to_utf8(_read_rest(stream, head))
     encoding = "utf-16-be" if big_endian else "utf-16-le"
+    unit = ">u2" if big_endian else "<u2"
+    # ASCII text goes into ``out`` (pre-sized for a plain file: no growing, no join);
+    # ``parts`` takes what does not fit and everything once a non-ASCII unit was met.
+    out = bytearray(_remaining(stream) // 2 + 2)
+    out_arr = np.frombuffer(out, dtype=np.uint8)
+    filled = 0
     parts: list[bytes] = []
     carry = head[offset:]  # bytes of the text not yet converted (at most one odd byte)
     codec: codecs.IncrementalDecoder | None = None
@@ -229,10 +238,14 @@ def read_utf8(stream: BinaryIO) -> tuple[bytes, str]:
         even = len(chunk) - len(chunk) % 2
         carry = bytes(chunk[even:])
         if codec is None:
-            units = np.frombuffer(chunk, dtype=">u2" if big_endian else "<u2", count=even // 2)
+            units = np.frombuffer(chunk, dtype=unit, count=even // 2)
             if units.size == 0 or int(units.max()) <= 0x7F:
-                low = np.frombuffer(chunk, dtype=np.uint8, count=even)
-                parts.append(low[1 if big_endian else 0::2].tobytes())
+                # the numeric value of a unit <= 0x7F is its ASCII byte, whatever the order
+                if not parts and filled + units.size <= out_arr.size:
+                    np.copyto(out_arr[filled:filled + units.size], units, casting="unsafe")
+                    filled += units.size
+                else:
+                    parts.append(units.astype(np.uint8).tobytes())
                 continue
             codec = codecs.getincrementaldecoder(encoding)(errors="replace")
         parts.append(codec.decode(bytes(chunk[:even])).encode("utf-8"))
@@ -241,7 +254,20 @@ def read_utf8(stream: BinaryIO) -> tuple[bytes, str]:
     tail = codec.decode(carry, final=True)  # an odd last byte: U+FFFD, as a one-shot decode
     if tail:
         parts.append(tail.encode("utf-8"))
-    return b"".join(parts), encoding
+    first = bytes(memoryview(out)[:filled])
+    del out_arr, out
+    return (b"".join([first, *parts]) if parts else first), encoding
+
+
+def _remaining(stream: BinaryIO) -> int:
+    """Bytes left to read in ``stream`` when it is a plain file, else 0 (unknown)."""
+    if not isinstance(stream, io.BufferedReader):
+        return 0
+    try:
+        st = os.fstat(stream.fileno())
+        return max(st.st_size - stream.tell(), 0) if stat.S_ISREG(st.st_mode) else 0
+    except (OSError, ValueError):
+        return 0
 
 
 def _read_rest(stream: BinaryIO, head: bytes) -> bytes:

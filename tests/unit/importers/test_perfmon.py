@@ -7,6 +7,7 @@ from __future__ import annotations
 import io
 import math
 import sys
+import tempfile
 from datetime import UTC, datetime
 from pathlib import Path
 from zoneinfo import ZoneInfo
@@ -245,8 +246,12 @@ _TEXT = st.text(alphabet=st.sampled_from([*'ab,"\r\n0.5 ', "ä", "€", "\U0001f
 @settings(max_examples=200, deadline=None)
 @given(text=_TEXT, form=st.sampled_from(["utf-16-le-bom", "utf-16-be-bom", "utf-16-le",
                                           "utf-8", "utf-8-bom", "cp1252"]),
-       piece=st.integers(min_value=1, max_value=9), odd=st.booleans())
-def test_streamed_decoding_equals_whole(text: str, form: str, piece: int, odd: bool) -> None:
+       piece=st.integers(min_value=1, max_value=9), odd=st.booleans(),
+       plain_file=st.booleans(), grow=st.integers(min_value=0, max_value=7))
+def test_streamed_decoding_equals_whole(text: str, form: str, piece: int, odd: bool,
+                                        plain_file: bool, grow: int) -> None:
+    # plain_file: a real file, whose size pre-sizes the output (``grow`` bytes are appended
+    # after that size was taken, as by a writer still at work); else a stream of unknown size
     if form == "cp1252":
         data = text.encode("cp1252", errors="replace")
     elif form.startswith("utf-8"):
@@ -259,7 +264,25 @@ def test_streamed_decoding_equals_whole(text: str, form: str, piece: int, odd: b
         data += b"x"
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(perfmon, "READ_BYTES", piece)
-        streamed = perfmon.read_utf8(io.BytesIO(data))
+        if not plain_file:
+            streamed = perfmon.read_utf8(io.BytesIO(data))
+        else:
+            with tempfile.TemporaryDirectory() as tmp:
+                path = Path(tmp) / "log.csv"
+                path.write_bytes(data)
+                extra = b"a\x00" * (grow // 2) + b"\x00" * (grow % 2)
+                real_remaining = perfmon._remaining
+
+                def remaining_then_grow(stream: io.BufferedReader) -> int:
+                    size = real_remaining(stream)
+                    with path.open("ab") as out:
+                        out.write(extra)
+                    return size
+
+                mp.setattr(perfmon, "_remaining", remaining_then_grow)
+                with path.open("rb") as f:
+                    streamed = perfmon.read_utf8(f)
+                data = path.read_bytes()  # as read: grown when the UTF-16 path sized it
     assert streamed == perfmon.to_utf8(data)
 
 
