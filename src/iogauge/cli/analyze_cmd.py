@@ -8,16 +8,14 @@ from pathlib import Path
 
 import typer
 
-from iogauge.analysis.catalog import parse_profile_overrides
-from iogauge.analysis.context import UTC, LatencyTarget
-from iogauge.analysis.engine import AnalysisOptions, analyze
 from iogauge.cli.common import out, user_errors, warn
 from iogauge.cli.inputs import load_inputs, parse_start, parse_time, parse_zone
-from iogauge.reporting.analysis_terminal import print_analysis
 
 
 def parse_profiles(texts: list[str] | None) -> dict[str, str]:
     """``--profile D=NAME`` options to a mapping, names checked against the catalog."""
+    from iogauge.analysis.catalog import parse_profile_overrides
+
     return parse_profile_overrides(texts or [])
 
 
@@ -67,6 +65,11 @@ def analyze_cmd(
     Example: `iogauge analyze iostat.log --target 'sdb=100@01:00-04:00' --profile
     sdb=hdd-7200`, or `iogauge analyze --db web1.duckdb --from 2026-11-22T08:00 --json`.
     """
+    # imported here, not at start-up: the engine pulls in polars, the catalog and every rule
+    from iogauge.analysis.context import UTC, LatencyTarget
+    from iogauge.analysis.engine import AnalysisOptions, analyze
+    from iogauge.reporting.analysis_terminal import print_analysis
+
     with user_errors():
         zone = parse_zone(tz)
         opts = AnalysisOptions(

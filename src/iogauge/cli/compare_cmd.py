@@ -6,30 +6,27 @@ import json
 import sys
 from datetime import datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 from zoneinfo import ZoneInfo
 
 import typer
-from rich.console import Console
-from rich.table import Table
 
-from iogauge.analysis.compare import (
-    ALPHA,
-    METRICS_BY_NAME,
-    MIN_EFFECT_PCT,
-    SINGLE_VALUE_NOTE,
-    Comparison,
-    MetricChange,
-    WaitChange,
-)
-from iogauge.analysis.compare import compare as compare_frames
-from iogauge.analysis.engine import analyze
 from iogauge.cli.common import err, out, user_errors, warn
+from iogauge.cli.defaults import COMPARE_ALPHA as ALPHA
+from iogauge.cli.defaults import COMPARE_MIN_EFFECT_PCT as MIN_EFFECT_PCT
+from iogauge.cli.defaults import FORMAT_IDS as FORMATS
 from iogauge.cli.inputs import parse_start, parse_zone
 from iogauge.errors import IogaugeError
-from iogauge.importers.registry import FORMATS, expand, import_file
-from iogauge.model.sampleframe import SampleFrame
-from iogauge.model.waitevents import WaitEventFrame
-from iogauge.reporting.html_report import render_report, write_report
+
+if TYPE_CHECKING:
+    # The comparison, the importers and rich's tables are imported where they are used, so
+    # that start-up (every command builds this one's options) does not load polars/numpy.
+    from rich.console import Console
+    from rich.table import Table
+
+    from iogauge.analysis.compare import Comparison, MetricChange, WaitChange
+    from iogauge.model.sampleframe import SampleFrame
+    from iogauge.model.waitevents import WaitEventFrame
 
 #: Decimals shown per unit.
 _DECIMALS = {"1/s": 1, "MB/s": 2, "ms": 2, "%": 1, "requests": 2, "kB": 1}
@@ -51,6 +48,10 @@ def _load(side: str, pattern: str, *, fmt: str | None, tz: ZoneInfo | None,
           start: datetime | None,
           interval_s: float | None) -> tuple[SampleFrame, WaitEventFrame]:
     """Import every file ``pattern`` names (a file or a quoted glob) into one side."""
+    from iogauge.importers.registry import expand, import_file
+    from iogauge.model.sampleframe import SampleFrame
+    from iogauge.model.waitevents import WaitEventFrame
+
     frames: list[SampleFrame] = []
     waits: list[WaitEventFrame] = []
     for path in expand([pattern]):
@@ -93,11 +94,17 @@ def _verdict(c: MetricChange | WaitChange) -> tuple[str, str]:
 
 def _row_note(note: str) -> str:
     """A change's note without the single-value sentence, which the header says once."""
+    from iogauge.analysis.compare import SINGLE_VALUE_NOTE
+
     parts = [p for p in note.split("; ") if p != SINGLE_VALUE_NOTE]
     return "; ".join(parts)
 
 
 def _pair_table(comp: Comparison, idx: int) -> tuple[Table, list[str]]:
+    from rich.table import Table
+
+    from iogauge.analysis.compare import METRICS_BY_NAME
+
     pair = comp.pairs[idx]
     title = (pair.device_before if pair.device_before == pair.device_after
              else f"{pair.device_before} -> {pair.device_after}")
@@ -122,6 +129,8 @@ def _pair_table(comp: Comparison, idx: int) -> tuple[Table, list[str]]:
 
 
 def _waits_table(comp: Comparison) -> tuple[Table, list[str]]:
+    from rich.table import Table
+
     table = Table(title="Oracle wait events (average wait per wait)", title_justify="left",
                   header_style="bold")
     for col, just in (("event", "left"), ("waits before", "right"), ("waits after", "right"),
@@ -201,6 +210,8 @@ def compare(
     Example: `iogauge compare cp-maxcontig6.txt cp-maxcontig128.txt --start 2008-02-21T10:00
     --interval 5`, or `iogauge compare sp_hdd.txt sp_ssd.txt --json | jq .wait_changes`.
     """
+    from iogauge.analysis.compare import compare as compare_frames
+
     with user_errors():
         zone = parse_zone(tz)
         start_dt = parse_start(start)
@@ -214,6 +225,9 @@ def compare(
         if html_out is not None:
             # The compare view sits in the AFTER data's report: the state the change led to,
             # with what moved beside it.
+            from iogauge.analysis.engine import analyze
+            from iogauge.reporting.html_report import render_report, write_report
+
             result = analyze(fa, wa)
             html = render_report(fa, result, title=f"iogauge: {before} vs {after}",
                                  waits=wa.df if len(wa) else None,

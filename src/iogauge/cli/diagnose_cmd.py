@@ -7,15 +7,8 @@ import sys
 from pathlib import Path
 
 import typer
-from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
 
-from iogauge.analysis.engine import AnalysisOptions, analyze
-from iogauge.analysis.summary import summarize
 from iogauge.cli.common import err, out, paced, user_errors, warn
-from iogauge.collector.linux import IntervalResult, LinuxCollector, frame_from_results
-from iogauge.reporting.analysis_terminal import print_analysis
-from iogauge.reporting.html_report import render_report, write_report
-from iogauge.reporting.terminal import print_summary
 
 
 def diagnose(
@@ -41,6 +34,17 @@ def diagnose(
     dm/md, loop). Ends with `iogauge analyze` on what was sampled: verdict, capability,
     headroom and findings per device.
     """
+    # imported here, not at start-up: the collector, the engine and the report pull in
+    # polars, numpy, the catalog and every rule
+    from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
+
+    from iogauge.analysis.engine import AnalysisOptions, analyze
+    from iogauge.analysis.summary import summarize
+    from iogauge.collector.linux import IntervalResult, LinuxCollector, frame_from_results
+    from iogauge.reporting.analysis_terminal import print_analysis
+    from iogauge.reporting.html_report import render_report, write_report
+    from iogauge.reporting.terminal import print_summary
+
     with user_errors():
         col = LinuxCollector(procfs_root, sysfs_root, devices=devices or None,
                              partitions=partitions)

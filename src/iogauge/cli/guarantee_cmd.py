@@ -17,13 +17,10 @@ from pathlib import Path
 from types import FrameType
 
 import typer
-from rich.table import Table
 
 from iogauge.cli.common import err, out, user_errors
+from iogauge.cli.defaults import GUARANTEE_STATE_PATH as DEFAULT_STATE_PATH
 from iogauge.guarantee import GuaranteeError
-from iogauge.guarantee.config import build_config, load_toml, parse_protect
-from iogauge.guarantee.controller import Controller
-from iogauge.guarantee.safety import DEFAULT_STATE_PATH, StateFile, restore_state
 
 guarantee_app = typer.Typer(
     name="guarantee",
@@ -139,6 +136,11 @@ def guarantee(
     """
     if ctx.invoked_subcommand is not None:
         return
+    # imported here, not at start-up: the configuration and the controller pull in polars
+    # and numpy, which `release` and every other command do without
+    from iogauge.guarantee.config import build_config, load_toml, parse_protect
+    from iogauge.guarantee.controller import Controller
+
     with user_errors():
         file_settings = load_toml(config) if config is not None else None
         protect_specs = tuple(parse_protect(p) for p in protect) if protect else None
@@ -183,6 +185,8 @@ def release(
     since is left alone and reported. Refuses while a controller is running
     with that state file (stop it with SIGTERM: it restores by itself).
     """
+    from iogauge.guarantee.safety import StateFile, restore_state
+
     with user_errors():
         sf = StateFile(state)
         if not sf.path.exists():
@@ -216,6 +220,8 @@ def show(
     Columns: time, %util, device IOPS, A's IOPS against its floor, B's IOPS,
     busy_per_iops, X, B's read/write limits, state, and whether A missed.
     """
+    from rich.table import Table
+
     from iogauge.store.duckdb_store import Store, default_db_path
 
     with user_errors():

@@ -5,18 +5,19 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-import polars as pl
-from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
-
-from iogauge.cli.common import err
 from iogauge.errors import IogaugeError
-from iogauge.importers.registry import expand, import_file
-from iogauge.model.device import DeviceInfo
-from iogauge.model.sampleframe import SampleFrame
-from iogauge.model.waitevents import WaitEventFrame
-from iogauge.store import Store
+
+if TYPE_CHECKING:
+    # Only for annotations: the commands import this module at start-up (parse_zone), and
+    # these pull in polars and DuckDB; load_inputs imports them when it runs.
+    import polars as pl
+
+    from iogauge.model.device import DeviceInfo
+    from iogauge.model.sampleframe import SampleFrame
+    from iogauge.model.waitevents import WaitEventFrame
 
 
 @dataclass
@@ -76,6 +77,8 @@ def parse_time(text: str | None, option: str, zone: ZoneInfo | None) -> datetime
 
 
 def _infos_from_store(df: pl.DataFrame) -> dict[str, DeviceInfo]:
+    from iogauge.model.device import DeviceInfo
+
     if df.height == 0 or df["host"].n_unique() != 1:
         return {}
     fields = set(DeviceInfo.__dataclass_fields__)
@@ -93,6 +96,14 @@ def load_inputs(files: list[str] | None, db: Path | None, *, zone: ZoneInfo | No
     """Import ``files`` (globs allowed), or read the store at ``db`` (default store when
     neither is given). Files and ``--db`` together are refused: say which one you mean.
     ``start``/``interval_s`` are for outputs without time stamps (as ``iogauge import``)."""
+    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from iogauge.cli.common import err
+    from iogauge.importers.registry import expand, import_file
+    from iogauge.model.sampleframe import SampleFrame
+    from iogauge.model.waitevents import WaitEventFrame
+    from iogauge.store import Store
+
     if files and db is not None:
         raise IogaugeError("give files or --db, not both")
     if not files:

@@ -6,11 +6,15 @@ import json
 import math
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 
 from iogauge.cli.common import err, out, paced, user_errors, warn
-from iogauge.collector.linux import IntervalResult, LinuxCollector, iso_utc
+
+if TYPE_CHECKING:
+    # imported when the command runs: the collector pulls in polars and numpy
+    from iogauge.collector.linux import IntervalResult
 
 #: iostat -x (sysstat 12.x) columns: title, SampleFrame column, decimals.
 IOSTAT_X_COLUMNS: tuple[tuple[str, str, int], ...] = (
@@ -31,6 +35,8 @@ def _fmt(v: float, decimals: int) -> str:
 
 def render_table(res: IntervalResult) -> str:
     """Fixed-width text like iostat -x (greppable, no terminal width games)."""
+    from iogauge.collector.linux import iso_utc
+
     name_w = max([len("Device"), *(len(d) for d in res.devices)])
     head = f"{'Device':<{name_w}}" + "".join(f" {t:>9}" for t, _c, _d in IOSTAT_X_COLUMNS)
     lines = [f"{iso_utc(res.ts_us)}  interval {_fmt(float(res.interval_s.max()), 3)} s"
@@ -70,6 +76,8 @@ def iostat(
     Unlike iostat the first report is a measured interval (like `iostat -y`); use
     --since-boot for iostat's first report.
     """
+    from iogauge.collector.linux import LinuxCollector
+
     with user_errors():
         col = LinuxCollector(procfs_root, sysfs_root, devices=devices or None,
                              partitions=partitions, include_idle=include_idle)

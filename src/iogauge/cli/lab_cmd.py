@@ -13,8 +13,8 @@ from pathlib import Path
 import typer
 
 from iogauge.cli.common import err, out, user_errors, warn
+from iogauge.cli.defaults import LAB_DEFAULT_BACKING_DIR, LAB_DEFAULT_MODEL
 from iogauge.cli.lab_reproduce_cmd import reproduce
-from iogauge.lab import device as lab_device
 
 lab_app = typer.Typer(
     name="lab",
@@ -48,7 +48,7 @@ def _fmt_bytes(n: int) -> str:
 
 @device_app.command("create")
 def create(
-    model: str = typer.Option(lab_device.DEFAULT_MODEL, "--model", "-m",
+    model: str = typer.Option(LAB_DEFAULT_MODEL, "--model", "-m",
                               help="Disk model: a profile name (hdd = hdd-7200, a 7,200 rpm "
                                    "single spindle; ssd; raid; any bundled profile or a "
                                    "profile .toml file) or constant:<time>[:<channels>] "
@@ -57,7 +57,7 @@ def create(
                              help="Device size in bytes or with K/M/G/T (binary), a "
                                   "multiple of 512. Default: the model's own capacity "
                                   "(the backing file is sparse: free until written)."),
-    backing_dir: Path = typer.Option(lab_device.DEFAULT_BACKING_DIR, "--backing-dir",
+    backing_dir: Path = typer.Option(LAB_DEFAULT_BACKING_DIR, "--backing-dir",
                                      help="Directory for the sparse backing file (a disk "
                                           "rather than tmpfs: written data stays out of "
                                           "RAM)."),
@@ -76,6 +76,8 @@ def create(
     stays until `iogauge lab device destroy $DEV`; any failure while creating undoes every
     step (no loop device, mount, process or file is left behind).
     """
+    from iogauge.lab import device as lab_device
+
     with user_errors():
         dev = lab_device.create(model, size or None, backing_dir=backing_dir,
                                 calibrate_timing=calibrate, realtime=realtime,
@@ -100,6 +102,8 @@ def destroy(
     state lives in /run/iogauge/lab). Refuses while the device is mounted or open, unless
     --force.
     """
+    from iogauge.lab import device as lab_device
+
     with user_errors():
         d = lab_device.destroy(dev, force=force)
         err.print(f"destroyed {d.loop} ({d.model}, {_fmt_bytes(d.size_bytes)})")
@@ -119,6 +123,8 @@ def list_(
     A device whose server died (or whose loop device was detached by hand) is reported as
     stale and, unless --no-cleanup, its leftovers are removed.
     """
+    from iogauge.lab import device as lab_device
+
     with user_errors():
         lab_device.preflight()
         found = lab_device.list_devices(cleanup=cleanup)

@@ -4,19 +4,17 @@ from __future__ import annotations
 
 import dataclasses
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 
 from iogauge.cli.common import err, out, user_errors
-from iogauge.lab import paper_eval
-from iogauge.lab.experiments import (
-    EXPERIMENTS,
-    QUICK,
-    ExperimentError,
-    Sec3Config,
-    run_experiment,
-    write_outputs,
-)
+from iogauge.cli.defaults import LAB_EXPERIMENTS, LAB_VARIANT_NAMES
+
+if TYPE_CHECKING:
+    # imported when the command runs: the experiments pull in the simulator, polars and numpy
+    from iogauge.lab import paper_eval
+    from iogauge.lab.experiments import Sec3Config
 
 #: Device mode runs in real time: shorter runs and 5-s sampling keep a sweep to hours, not
 #: days (the simulator's defaults would take ~6 h per case).
@@ -27,6 +25,8 @@ DEVICE_DEFAULTS = {"point_s": 60.0, "warmup_s": 15.0, "max_s": 60.0, "interval_s
 def _sec3_config(sim: bool, profile: str | None, seed: int | None, quick: bool,
                  point_seconds: float | None, jobs: int, workloads: list[str],
                  placements: list[str]) -> Sec3Config:
+    from iogauge.lab.experiments import QUICK, Sec3Config
+
     base = QUICK if quick else Sec3Config()
     changes: dict[str, object] = {"jobs": jobs}
     if profile:
@@ -51,6 +51,9 @@ def _sec3_config(sim: bool, profile: str | None, seed: int | None, quick: bool,
 def _eval_config(name: str, sim: bool, profile: str | None, seed: int | None, quick: bool,
                  jobs: int, variants: list[str], scale: bool, sec3_only: list[str],
                  ) -> paper_eval.PaperEvalConfig | paper_eval.DeviceEvalConfig:
+    from iogauge.lab import paper_eval
+    from iogauge.lab.experiments import ExperimentError
+
     if sec3_only:
         raise ExperimentError(f"{', '.join(sec3_only)}: for paper-sec3 only, not {name}")
     if not sim:
@@ -71,7 +74,7 @@ def _eval_config(name: str, sim: bool, profile: str | None, seed: int | None, qu
 
 
 def reproduce(
-    name: str = typer.Argument(..., help=f"Experiment to run: {', '.join(EXPERIMENTS)}."),
+    name: str = typer.Argument(..., help=f"Experiment to run: {', '.join(LAB_EXPERIMENTS)}."),
     sim: bool = typer.Option(True, "--sim/--device",
                              help="--sim: the simulator, virtual time (default, minutes). "
                                   "--device: the emulated block device in real time (root, "
@@ -101,7 +104,7 @@ def reproduce(
                                          "this placement (A, B, A+B; repeatable). Default: "
                                          "all."),
     variants: list[str] = typer.Option(None, "--variant", help="paper-eval: only this row "
-                                       f"({', '.join(paper_eval.VARIANT_NAMES)}; "
+                                       f"({', '.join(LAB_VARIANT_NAMES)}; "
                                        "repeatable). Default: all."),
     scale: bool = typer.Option(True, "--scale/--no-scale", help="paper-eval: rescale the "
                                "paper's target IOPS by the model's capacity per workload "
@@ -120,6 +123,14 @@ def reproduce(
     floor met, B's throughput and the svctm drift beside the paper's. `--device` runs on
     the emulated block device instead.
     """
+    from iogauge.lab import paper_eval
+    from iogauge.lab.experiments import (
+        EXPERIMENTS,
+        ExperimentError,
+        run_experiment,
+        write_outputs,
+    )
+
     with user_errors():
         cfg: Sec3Config | paper_eval.PaperEvalConfig | paper_eval.DeviceEvalConfig
         if name == "paper-sec3":

@@ -8,9 +8,7 @@ import typer
 from rich.markup import escape
 
 from iogauge.cli.common import err, user_errors, warn
-from iogauge.collector.linux import LinuxCollector
-from iogauge.collector.recorder import MAX_FLUSH_S, Recorder
-from iogauge.store.duckdb_store import Store, default_db_path, parse_time
+from iogauge.cli.defaults import RECORD_MAX_FLUSH_S as MAX_FLUSH_S
 
 _DB_HELP = ("DuckDB file of the store. Default: $XDG_DATA_HOME/iogauge/iogauge.duckdb "
             "(~/.local/share/iogauge/iogauge.duckdb without XDG_DATA_HOME).")
@@ -48,6 +46,12 @@ def record(
     scheduler, ...) is stored too. Collector warnings (a device appeared or
     vanished, a malformed line) go to stderr and recording continues.
     """
+    # imported here, not at start-up: the collector and the store pull in polars, numpy and
+    # DuckDB
+    from iogauge.collector.linux import LinuxCollector
+    from iogauge.collector.recorder import Recorder
+    from iogauge.store.duckdb_store import Store
+
     with user_errors():
         collector = LinuxCollector(procfs_root, sysfs_root, devices=devices or None,
                                    partitions=partitions, include_idle=include_idle)
@@ -90,6 +94,8 @@ def export(
     The store is opened read-only. DuckDB refuses while `iogauge record`
     holds the file, so stop the recording first (the error names it).
     """
+    from iogauge.store.duckdb_store import Store, default_db_path, parse_time
+
     try:
         lo, hi = parse_time(start), parse_time(end)
     except ValueError as exc:

@@ -6,12 +6,15 @@ import json
 import sys
 from datetime import datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import polars as pl
 import typer
 from rich.markup import escape
 
 from iogauge.cli.common import err, out, user_errors, warn
+
+if TYPE_CHECKING:
+    import polars as pl
 
 #: Where the report goes when neither -o nor --json is given.
 DEFAULT_OUTPUT = Path("iogauge-report.html")
@@ -19,6 +22,8 @@ DEFAULT_OUTPUT = Path("iogauge-report.html")
 
 def _in_span(df: pl.DataFrame, start: datetime | None, end: datetime | None) -> pl.DataFrame:
     """Rows whose interval end lies in [start, end] (the analysis selects the same way)."""
+    import polars as pl
+
     if start is not None:
         df = df.filter(pl.col("ts") >= start)
     if end is not None:
