@@ -26,6 +26,20 @@ the service time") makes the emulated capacity exact: a channel can never start 
 before the previous one's modelled end, whatever Python or the kernel add, so a saturated
 device gives exactly the model's IOPS.
 
+Command queueing. A model that reorders its queue (``model.queued``: an HDD with NCQ, a
+RAID of such drives; :mod:`iogauge.lab.hdd`) cannot be scheduled at admission: which
+request runs next is decided when the previous one ends, from the requests that have
+arrived by then. For such a model the dispatcher is the model's clock (``model.bind``):
+:meth:`Dispatcher.admit` submits the request at its arrival, the model's events (a drive
+finishing a command, a RAID phase reaching its members) sit in a heap on the monotonic
+clock, and a timer thread runs each at its time. Every admission first runs the events due
+before its arrival, so the model decides exactly as the simulator would from the same
+arrivals, however late the timer thread wakes; the handler thread waits until the model
+knows its request's completion (at once when the drive is idle, else when the drive
+chooses it) and then replies as for FIFO service. Concurrent requests reach the handlers
+when fio runs with ``iodepth`` > 1 (libaio) or ``numjobs`` > 1: the loop device submits
+its direct I/O asynchronously (below).
+
 Compensation. What the kernel and the application see is the hold plus the FUSE round trip
 (block layer -> loop -> FUSE -> this process and back) plus the wake-ups of idle CPUs on
 that path. On a 2-vCPU VM that overhead grew from ~0.14 ms (0.5 ms services) to ~0.45 ms
@@ -62,6 +76,7 @@ import ctypes
 import errno
 import functools
 import gc
+import heapq
 import importlib
 import itertools
 import json
@@ -81,9 +96,9 @@ from collections import deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
-from iogauge.lab.model import DiskModel, Op, Request
+from iogauge.lab.model import DiskModel, Op, QueuedDiskModel, Request
 from iogauge.lab.profiles import build_model, load_profile
 
 log = logging.getLogger("iogauge.lab.emulated")
@@ -383,14 +398,37 @@ class DispatchStats:
     since: float = field(default_factory=time.monotonic)
 
 
+class Pending:
+    """A request submitted to a queued model whose completion is not known yet.
+
+    Attributes:
+        req: the request.
+        arrival: when it was admitted (monotonic s).
+        start: when the model started it (monotonic s; None until known).
+        end: its modelled completion (monotonic s; None until known).
+        known: set once ``start`` and ``end`` are.
+    """
+
+    __slots__ = ("arrival", "end", "known", "req", "start")
+
+    def __init__(self, req: Request, arrival: float) -> None:
+        self.req = req
+        self.arrival = arrival
+        self.start: float | None = None
+        self.end: float | None = None
+        self.known = threading.Event()
+
+
 class Dispatcher:
-    """FIFO queue in front of ``model.channels`` channels, scheduled on the monotonic clock.
+    """FIFO queue in front of ``model.channels`` channels, scheduled on the monotonic clock;
+    for a queued model (``model.queued``), the model's own queue driven by its events.
 
     Thread-safe: libfuse worker threads call :meth:`admit`, do their I/O, sleep until
     ``ticket.reply_at`` and call :meth:`done`.
 
     Args:
-        model: the disk model (called under a lock, in FIFO order).
+        model: the disk model (called under a lock, in FIFO order; a queued model in
+            arrival order, its events in time order).
         clock: monotonic clock (injectable for tests).
     """
 
@@ -408,6 +446,19 @@ class Dispatcher:
         self.stats = DispatchStats(since=self.t0)
         self.scheduling = "normal"  # what raise_priority() obtained, for the statistics
         self.sleeper: PreciseSleeper | None = None  # for its spin accounting
+        # A queued model's clock: its events (model time, sequence, handler, argument),
+        # the time of the event or arrival being processed, the requests not yet known,
+        # and the timer thread that runs the events (started with the first request).
+        self.queued = bool(getattr(model, "queued", False))
+        self._events: list[tuple[float, int, Callable[[float, Any], None], Any]] = []
+        self._event_seq = 0
+        self._now_model = 0.0
+        self._unknown: set[Pending] = set()
+        self._wakeup = threading.Condition(self._lock)
+        self._timer: threading.Thread | None = None
+        self._qmodel = cast("QueuedDiskModel", model)  # when queued: submit/bind
+        if self.queued:
+            self._qmodel.bind(self._model_at, self._model_done)
 
     # -- modes ----------------------------------------------------------------------------
     def probe(self, service_s: float) -> None:
@@ -427,14 +478,134 @@ class Dispatcher:
             now = self._clock()
             self._free_at = [max(f, now) for f in self._free_at]
             self.stats = DispatchStats(since=now)
+            # A reset model forgets its queue: requests still waiting in it complete now
+            # rather than never, and its pending events are void.
+            self._events.clear()
+            for p in self._unknown:
+                p.start = p.end = now
+                p.known.set()
+            self._unknown.clear()
 
     def reset_stats(self) -> None:
         with self._lock:
             self.stats = DispatchStats(since=self._clock())
 
+    # -- a queued model's clock ------------------------------------------------------------
+    def _model_at(self, t: float, fn: Callable[[float, Any], None], arg: Any) -> None:
+        """Schedule ``fn(t, arg)`` at model time ``t`` (called by the model, under the
+        lock)."""
+        self._event_seq += 1
+        heapq.heappush(self._events, (t, self._event_seq, fn, arg))
+        if self._events[0][1] == self._event_seq:
+            self._wakeup.notify_all()  # a new earliest event: the timer re-arms
+
+    def _model_done(self, token: Any, done: float) -> None:
+        """The model knows when a request completes (called by the model, under the lock)."""
+        p: Pending = token
+        p.start = self._now_model + self.t0
+        p.end = done + self.t0
+        self._unknown.discard(p)
+        p.known.set()
+
+    def _run_due_locked(self, now: float) -> None:
+        ev = self._events
+        t0 = self.t0
+        # Compared on the monotonic clock, as the timer computes its wait (t + t0 - t0
+        # need not give t back in floating point: a due event must not look early).
+        while ev and ev[0][0] + t0 <= now:
+            t, _seq, fn, arg = heapq.heappop(ev)
+            self._now_model = t
+            fn(t, arg)
+
+    def run_due(self) -> None:
+        """Run the queued model's events due by now (the timer thread does this; tests with
+        a fake clock call it)."""
+        with self._lock:
+            self._run_due_locked(self._clock())
+
+    def next_event_at(self) -> float | None:
+        """Monotonic time of the queued model's next event (None: none scheduled)."""
+        with self._lock:
+            return self._events[0][0] + self.t0 if self._events else None
+
+    def _timer_loop(self) -> None:
+        _fine_timer_slack()
+        clock = self._clock
+        with self._wakeup:
+            while True:
+                if not self._events:
+                    self._wakeup.wait()
+                    continue
+                wait_s = self._events[0][0] + self.t0 - clock()
+                if wait_s > 0:
+                    self._wakeup.wait(wait_s)  # or earlier, when an earlier event comes
+                    continue
+                try:
+                    self._run_due_locked(clock())
+                except Exception:
+                    # A model error must not leave the kernel's requests unanswered for
+                    # ever: log it and let every waiting request complete now.
+                    log.exception("queued model event failed")
+                    self._events.clear()
+                    now = clock()
+                    for p in self._unknown:
+                        p.start = p.end = now
+                        p.known.set()
+                    self._unknown.clear()
+
+    def submit(self, op: Op, offset_bytes: int, size_bytes: int) -> Pending:
+        """Hand a request to a queued model at its arrival (now), after the events due
+        before it; returns at once (:meth:`ticket` once ``pending.known`` is set)."""
+        if not self.queued:
+            raise ValueError(f"model {self.model.name} is not queued: use admit()")
+        req = Request(op, offset_bytes, size_bytes)
+        with self._lock:
+            arrival = self._clock()
+            self._run_due_locked(arrival)
+            p = Pending(req, arrival)
+            self._unknown.add(p)
+            self._now_model = arrival - self.t0
+            self._qmodel.submit(p, op == "write", offset_bytes, size_bytes,
+                                arrival - self.t0)
+            self._account(req)
+            if self._timer is None:
+                self._timer = threading.Thread(target=self._timer_loop, name="ncq-timer",
+                                               daemon=True)
+                self._timer.start()
+        return p
+
+    def ticket(self, p: Pending) -> Ticket:
+        """The schedule of a request whose completion the model knows."""
+        if p.start is None or p.end is None:
+            raise ValueError("the model has not started this request yet")
+        service_s = p.end - p.start
+        reply_at = max(p.arrival, p.end - self.compensation.lead_s(service_s))
+        with self._lock:
+            self.stats.service_s += service_s
+            self.stats.queue_wait_s += p.start - p.arrival
+        return Ticket(p.req, 0, p.arrival, p.start, service_s, p.end, reply_at)
+
+    def _account(self, req: Request) -> None:
+        """Count an admitted request (under the lock)."""
+        self._in_system += 1
+        st = self.stats
+        st.max_in_system = max(st.max_in_system, self._in_system)
+        if req.op == "read":
+            st.reads += 1
+            st.read_bytes += req.size_bytes
+        else:
+            st.writes += 1
+            st.write_bytes += req.size_bytes
+        st.sizes[req.size_bytes] = st.sizes.get(req.size_bytes, 0) + 1
+
     # -- requests -------------------------------------------------------------------------
     def admit(self, op: Op, offset_bytes: int, size_bytes: int) -> Ticket:
-        """Queue a request: its channel, start, service time and reply time."""
+        """Queue a request: its channel, start, service time and reply time (for a queued
+        model, once the model has started it)."""
+        if self.queued and self._probe is None:
+            p = self.submit(op, offset_bytes, size_bytes)
+            p.known.wait()
+            return self.ticket(p)
         req = Request(op, offset_bytes, size_bytes)
         with self._lock:
             arrival = self._clock()
@@ -491,6 +662,7 @@ class Dispatcher:
         ru = resource.getrusage(resource.RUSAGE_SELF)
         return {
             "model": self.model.name, "channels": self.model.channels, "mode": mode,
+            "queued": self.queued,
             "capacity_bytes": self.model.capacity_bytes,
             "elapsed_s": now - st.since, "reads": st.reads, "writes": st.writes,
             "read_bytes": st.read_bytes, "write_bytes": st.write_bytes,

@@ -9,12 +9,20 @@ dispatcher that knows the model's ``channels``: at most that many requests are i
 once (1 for a single spindle, N for an SSD's parallel channels or a RAID's members); the
 rest wait in FIFO order. The dispatcher calls :meth:`DiskModel.service_time` when a request
 *starts* service, with the time it starts.
+
+A model that reorders the requests it holds (an HDD with command queueing, NCQ; a RAID of
+such drives) cannot say how long a request takes when it arrives: that depends on what
+arrives later. Such a model is a :class:`QueuedDiskModel` (``queued`` true): the driver
+binds it to its clock, submits requests as they arrive, and is told each request's
+completion time as soon as the model knows it (:mod:`iogauge.lab.hdd`, command
+queueing). ``channels`` is then the number of requests the host may have in the device.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Literal, Protocol
+from typing import Any, Literal, Protocol
 
 Op = Literal["read", "write"]
 
@@ -56,4 +64,27 @@ class DiskModel(Protocol):
 
     def reset(self) -> None:
         """Back to the initial state (head parked at the outer edge, caches empty)."""
+        ...
+
+
+class QueuedDiskModel(DiskModel, Protocol):
+    """A disk model that orders its own queue (``queued`` is true), driven by events.
+
+    Attributes:
+        queued: true when requests must go through :meth:`bind` / :meth:`submit`
+            (``service_time`` then serves in call order, without reordering).
+    """
+
+    queued: bool
+
+    def bind(self, at: Callable[[float, Callable[[float, Any], None], Any], None],
+             complete: Callable[[Any, float], None]) -> None:
+        """Attach the driver's clock: ``at(t, fn, arg)`` must call ``fn(t, arg)`` at time
+        ``t`` after every event scheduled for earlier (and, at equal times, in the order
+        scheduled); ``complete(token, done_s)`` is called once per submitted request, as
+        soon as its completion time is known (``done_s`` >= the time of the call)."""
+        ...
+
+    def submit(self, token: Any, is_write: bool, offset: int, size: int, t: float) -> None:
+        """A request reaches the device at ``t``, the driver's current time."""
         ...

@@ -21,14 +21,62 @@ Members are :class:`~iogauge.lab.hdd.HddModel` instances, each serving its comma
 order the controller issues them (a member busy with an earlier command, or destaging its
 write cache, delays the next one). The controller takes up to ``queue_depth`` host commands
 at once (the dispatcher's ``channels``); commands on different members proceed in parallel.
+
+**Queued members** (member ``ncq_depth`` > 1): each member reorders the commands it holds
+(:mod:`iogauge.lab.hdd`, command queueing), so a member command's completion is known only
+once the member starts it, and the volume is event driven like its members (``queued``):
+:meth:`RaidModel.bind` hands it the clock, :meth:`RaidModel.submit` takes a host command.
+The controller's work is the same as above, in phases: a read's member commands reach
+the members after the controller overhead; a write's after the overhead and the data's
+transfer over the host link; a RAID-5 row's writes once every read of its first phase has
+returned; the host command completes with the last of its member commands (a read plus
+its return over the host link), and the clock's ``complete(token, done_s)`` is called as
+soon as that time is known.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
-from iogauge.lab.hdd import HddModel, HddParams
+from iogauge.lab.hdd import (
+    At,
+    EventFn,
+    HddModel,
+    HddParams,
+    Known,
+    unbound_at,
+    unbound_known,
+)
 from iogauge.lab.model import Request
+
+#: One member command of a queued volume: (member, is_write, member offset, length).
+MemberCmd = tuple[int, bool, int, int]
+
+
+class _HostCmd:
+    """A host command in flight on a volume with queued members."""
+
+    __slots__ = ("last", "rows", "tail_s", "token")
+
+    def __init__(self, token: Any, rows: int, tail_s: float) -> None:
+        self.token = token
+        self.rows = rows  # rows (independent member-command groups) not yet done
+        self.last = 0.0  # latest completion among its finished rows
+        self.tail_s = tail_s  # after the last member: read data crossing the host link
+
+
+class _RowCmd:
+    """One stripe row of a host command: its member commands in phases (a RAID-5 partial
+    write: the reads, then the writes)."""
+
+    __slots__ = ("host", "last", "pending", "phases")
+
+    def __init__(self, host: _HostCmd, phases: list[list[MemberCmd]]) -> None:
+        self.host = host
+        self.phases = phases  # phases still to issue, in order (none empty)
+        self.pending = 0  # member commands of the issued phase whose start is not known
+        self.last = 0.0  # latest known completion of the issued phase
 
 
 @dataclass(frozen=True)
@@ -91,6 +139,12 @@ class RaidModel:
         self._link_Bps = params.host_link_MBps * 1e6
         self.member_reads = 0
         self.member_writes = 0
+        self.queued = member.ncq_depth > 1
+        self._at: At = unbound_at
+        self._complete: Known = unbound_known
+        # Bound methods made once (handed to the clock and the members per command).
+        self._issue_fn: EventFn = self._issue
+        self._member_known_fn: Known = self._member_known
 
     def reset(self) -> None:
         for m in self.members:
@@ -183,10 +237,11 @@ class RaidModel:
             i = k
         return done
 
-    def _read(self, pieces: list[tuple[int, int, int, int]], t0: float) -> float:
+    def _read_runs(self, pieces: list[tuple[int, int, int, int]]) -> list[list[int]]:
+        """[member, member offset, length] of a read: one member command per run of
+        pieces contiguous on that member (a large read covers consecutive rows; RAID-5
+        parity chunks break a member's run)."""
         chunk = self._chunk
-        # One member command per run of pieces contiguous on that member (a large read
-        # covers consecutive rows; RAID-5 parity chunks break a member's run).
         runs: list[list[int]] = []
         last: dict[int, list[int]] = {}
         for row, j, lo, hi in pieces:
@@ -199,8 +254,11 @@ class RaidModel:
                 run = [disk, moff, hi - lo]
                 runs.append(run)
                 last[disk] = run
+        return runs
+
+    def _read(self, pieces: list[tuple[int, int, int, int]], t0: float) -> float:
         out = [t0]
-        for disk, moff, length in runs:
+        for disk, moff, length in self._read_runs(pieces):
             self._member(False, disk, moff, length, t0, out)
         return out[0]
 
@@ -254,3 +312,124 @@ class RaidModel:
             self._member(True, self.disk_of(row, j), base + lo, hi - lo, t2, out)
         self._member(True, p, base + plo, phi - plo, t2, out)
         return out[0]
+
+    # ---- queued members (event driven) ---------------------------------------------------
+    def bind(self, at: At, complete: Known) -> None:
+        """Hand the volume (and its queued members) the clock: ``at`` schedules events,
+        ``complete(token, done_s)`` learns when each host command completes."""
+        self._at = at
+        self._complete = complete
+        for m in self.members:
+            m.bind(at, unbound_known)  # member commands come with their own callback
+
+    def submit(self, token: Any, is_write: bool, offset: int, size: int, t: float) -> None:
+        """A host command reaches the controller at ``t`` (now, on the bound clock)."""
+        t0 = t + self._overhead_s
+        chunk = self._chunk
+        c = offset // chunk
+        if (offset + size - 1) // chunk == c and (not is_write or self._nd >= 3):
+            # Fast path: one chunk (most small random I/O), as in serve().
+            row, j = divmod(c, self._nd)
+            moff = row * chunk + offset - c * chunk
+            disk = (self._n - row % self._n + j) % self._n if self._raid5 else j
+            if not is_write:
+                self._at(t0, self._issue_fn, _RowCmd(_HostCmd(token, 1, size / self._link_Bps),
+                                                  [[(disk, False, moff, size)]]))
+                return
+            phases: list[list[MemberCmd]]
+            if self._raid5:
+                # Read-modify-write (see serve()): old data and parity, then both written.
+                p = self.parity_disk(row)
+                phases = [[(disk, False, moff, size), (p, False, moff, size)],
+                          [(disk, True, moff, size), (p, True, moff, size)]]
+            else:
+                phases = [[(disk, True, moff, size)]]
+            self._at(t0 + size / self._link_Bps, self._issue_fn,
+                     _RowCmd(_HostCmd(token, 1, 0.0), phases))
+            return
+        pieces = self._pieces(offset, size)
+        if not is_write:
+            host = _HostCmd(token, 1, size / self._link_Bps)
+            cmds: list[MemberCmd] = [(r[0], False, r[1], r[2])
+                                     for r in self._read_runs(pieces)]
+            self._at(t0, self._issue_fn, _RowCmd(host, [cmds]))
+            return
+        # Write data crosses the host link before the members can be written.
+        t1 = t0 + size / self._link_Bps
+        plans: list[list[list[MemberCmd]]] = []
+        if not self._raid5:
+            plans.append([[(j, True, row * self._chunk + lo, hi - lo)
+                           for row, j, lo, hi in pieces]])
+        else:
+            i = 0
+            while i < len(pieces):
+                row = pieces[i][0]
+                k = i
+                while k < len(pieces) and pieces[k][0] == row:
+                    k += 1
+                plans.append(self._row_plan(row, pieces[i:k]))
+                i = k
+        host = _HostCmd(token, len(plans), 0.0)
+        for phases in plans:
+            self._at(t1, self._issue_fn, _RowCmd(host, phases))
+
+    def _row_plan(self, row: int, pieces: list[tuple[int, int, int, int]]
+                  ) -> list[list[MemberCmd]]:
+        """A RAID-5 row write's member commands in phases: the same choices as
+        :meth:`_raid5_row_write` (full stripe; else read-modify-write or
+        reconstruct-write, whichever needs fewer member I/Os)."""
+        chunk, nd = self._chunk, self._nd
+        base = row * chunk
+        p = self.parity_disk(row)
+        k = len(pieces)
+        if k == nd and all(lo == 0 and hi == chunk for _r, _j, lo, hi in pieces):
+            full: list[MemberCmd] = [(self.disk_of(row, j), True, base, chunk)
+                                     for _r, j, _lo, _hi in pieces]
+            full.append((p, True, base, chunk))
+            return [full]
+        plo = min(lo for _r, _j, lo, _hi in pieces)
+        phi = max(hi for _r, _j, _lo, hi in pieces)
+        reads: list[MemberCmd]
+        if 2 * (k + 1) <= (nd - k) + (k + 1):
+            reads = [(self.disk_of(row, j), False, base + lo, hi - lo)
+                     for _r, j, lo, hi in pieces]
+            reads.append((p, False, base + plo, phi - plo))
+        else:
+            touched = {j for _r, j, _lo, _hi in pieces}
+            reads = [(self.disk_of(row, j), False, base + plo, phi - plo)
+                     for j in range(nd) if j not in touched]
+        writes: list[MemberCmd] = [(self.disk_of(row, j), True, base + lo, hi - lo)
+                                   for _r, j, lo, hi in pieces]
+        writes.append((p, True, base + plo, phi - plo))
+        return [reads, writes] if reads else [writes]
+
+    def _issue(self, t: float, arg: Any) -> None:
+        """Event: the next phase of a row's member commands reaches the members."""
+        rc: _RowCmd = arg
+        cmds = rc.phases.pop(0)
+        rc.pending = len(cmds)
+        rc.last = t
+        for disk, is_write, moff, length in cmds:
+            if is_write:
+                self.member_writes += 1
+            else:
+                self.member_reads += 1
+            self.members[disk].enqueue(is_write, moff, length, t, rc,
+                                      self._member_known_fn)
+
+    def _member_known(self, tag: Any, done_s: float) -> None:
+        """A member started one of a row's commands; it completes at ``done_s``."""
+        rc: _RowCmd = tag
+        rc.pending -= 1
+        rc.last = max(rc.last, done_s)
+        if rc.pending:
+            return
+        if rc.phases:
+            # The next phase (a RAID-5 write's writes) starts when the last read returns.
+            self._at(rc.last, self._issue_fn, rc)
+            return
+        host = rc.host
+        host.rows -= 1
+        host.last = max(host.last, rc.last)
+        if host.rows == 0:
+            self._complete(host.token, host.last + host.tail_s)

@@ -26,7 +26,8 @@ def _run(profile: str) -> tuple[int, list[float]]:
                            + df["await_ms"].to_list()]
 
 
-@pytest.mark.parametrize("profile", ["hdd-7200", "raid5-6x400g", "ssd-sata"])
+@pytest.mark.parametrize("profile", ["hdd-7200", "raid5-6x400g", "ssd-sata", "hdd-7200-ncq",
+                                     "raid5-6x400g-ncq"])
 def test_compiled_and_pure_models_agree(profile: str, monkeypatch: pytest.MonkeyPatch) -> None:
     if not _compiled_available():
         pytest.skip("iogauge_accel not built (make install builds it when a C compiler is "

@@ -12,7 +12,8 @@ from iogauge.lab.profiles import build_model, list_profiles, load_profile
 
 
 def test_bundled_profiles() -> None:
-    assert list_profiles() == ["hdd-7200", "hdd-7200-400g", "raid5-6x400g", "ssd-sata"]
+    assert list_profiles() == ["hdd-7200", "hdd-7200-400g", "hdd-7200-ncq", "raid5-6x400g",
+                               "raid5-6x400g-ncq", "ssd-sata"]
     for name in list_profiles():
         p = load_profile(name)
         assert p.name == name
