@@ -331,7 +331,7 @@ def test_seed003_select_on_hdd_is_busy_not_bottleneck() -> None:
     user = _ev(f, "cpu_user_nice_pct")
     # the window's mean of six equal 92.71 values (time-weighted: not bit-exact)
     assert (user.value, user.threshold) == (pytest.approx(92.71, abs=1e-9), 70.0)
-    assert _ev(f, "cpu_system_pct").value == 7.29
+    assert _ev(f, "cpu_system_pct").value == pytest.approx(7.29, abs=1e-9)
     # 128 MB cache: 72.2 % busy, still 0 % iowait
     small = busy_not_bottleneck.check(AnalysisContext.build(
         _seed003("select-config5-1-2-hdd-cache128m")))
@@ -352,9 +352,9 @@ def test_seed003_insert_disk_is_the_bottleneck() -> None:
     assert (f.severity, f.device) == ("critical", "sdb")
     assert f.title == "sdb is the bottleneck: 98.9 % busy, CPU 71.0 % iowait vs 18.4 % user"
     iow = _ev(f, "cpu_iowait_pct")
-    assert (iow.value, iow.threshold, iow.op) == (71.03, 20.0, ">=")
-    assert _ev(f, "cpu_user_nice_pct").value == 18.42
-    assert _ev(f, "await_ms").value == 40.46
+    assert (iow.value, iow.threshold, iow.op) == (pytest.approx(71.03, abs=1e-9), 20.0, ">=")
+    assert _ev(f, "cpu_user_nice_pct").value == pytest.approx(18.42, abs=1e-9)
+    assert _ev(f, "await_ms").value == pytest.approx(40.46, abs=1e-9)
     # the same on a device known to serve requests in parallel: %util is no capacity
     # measure there, so the rule stops at warning
     ctx.devices["sdb"].capability = Capability(profile="ssd-sata", title="SATA SSD",
