@@ -26,6 +26,9 @@ CPU time, and ``ru_maxrss``, the peak resident set):
   like the first row (the first row is its code path without the CLI around it) but also
   starts the whole CLI (typer, rich, and the modules of every other command) and prints its
   summary: what a user sees.
+* ``iogauge import --db`` — the command into a new DuckDB store (the default output):
+  the same streamed SampleFrames go into the store batch by batch in one transaction, under
+  the store's bulk memory limit (``iogauge.store.duckdb_store.BULK_SETTINGS``).
 
 Ratios use the whole process wall time (interpreter start included for both sides: jc's
 start-up is its own, iogauge's includes importing polars). The time inside the iogauge
@@ -201,6 +204,12 @@ def run_iostat(work: Path, size_mb: float) -> dict[str, Any]:
         runs.append(measure(Run("import --parquet", [str(cli), "import", str(log), "--parquet",
                                                      str(work / "cli.parquet")]),
                             stdout=work / "cli.out"))
+        db = work / "cli.duckdb"
+        for stale in (db, db.with_name(db.name + ".wal")):
+            stale.unlink(missing_ok=True)  # a reused --work-dir: measure a new store
+        runs.append(measure(Run("import --db", [str(cli), "import", str(log), "--db",
+                                                str(db)]),
+                            stdout=work / "cli-db.out"))
     jc = _jc()
     jc_run = None
     if jc is None:

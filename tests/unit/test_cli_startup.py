@@ -22,7 +22,11 @@ from iogauge.cli import defaults
 #: Modules that `iogauge --version` must not import: each costs tens to hundreds of ms and
 #: only some commands need it.
 KEPT_OUT = (
+    "polars",
     "numpy",
+    "duckdb",
+    "iogauge.store.duckdb_store",
+    "iogauge.model.sampleframe",
     "iogauge.analysis.engine",
     "iogauge.analysis.catalog",
     "iogauge.analysis.compare",
@@ -37,14 +41,6 @@ KEPT_OUT = (
     "iogauge.collector.linux",
     "iogauge.collector.recorder",
 )
-
-#: Still imported at start-up by the top-level imports of src/iogauge/cli/import_cmd.py
-#: (``import polars as pl``, ``from iogauge.store import Store`` and the importer registry,
-#: which imports the SampleFrame model); strict: once that module imports them lazily, these
-#: pass and the marker must go, so they are guarded from then on.
-_IMPORT_CMD = pytest.mark.xfail(strict=True, reason="imported at module level by "
-                                "iogauge.cli.import_cmd")
-STILL_IN = ("polars", "duckdb", "iogauge.store.duckdb_store", "iogauge.model.sampleframe")
 
 _RUN = """
 import json, sys
@@ -89,12 +85,6 @@ def test_version_does_not_import(module: str, loaded_by_version: set[str]) -> No
     assert module not in loaded_by_version
 
 
-@pytest.mark.parametrize("module", [pytest.param(m, marks=_IMPORT_CMD) for m in STILL_IN])
-def test_version_does_not_import_what_import_cmd_still_does(
-        module: str, loaded_by_version: set[str]) -> None:
-    assert module not in loaded_by_version
-
-
 def test_the_guarantee_safety_net_does_without_polars() -> None:
     # `iogauge guarantee release` imports iogauge.guarantee.safety, whose actuators read
     # sysfs into DeviceInfo; iogauge.model must not load the SampleFrame (polars) for that.
@@ -107,7 +97,6 @@ def test_the_guarantee_safety_net_does_without_polars() -> None:
     assert res.stdout.strip() == "[]"
 
 
-@_IMPORT_CMD
 def test_guarantee_release_does_without_polars(tmp_path: Path) -> None:
     said, modules = _loaded_by("guarantee", "release", "--state",
                                str(tmp_path / "none.state.json"))

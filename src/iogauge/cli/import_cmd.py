@@ -2,19 +2,23 @@
 
 Files are read one after the other. A format whose importer reads a stream piece by piece
 (``iter_parse``, e.g. iostat text) is never held in memory whole: its SampleFrames go to the
-output as they come, so with ``--parquet`` a log of any size imports in memory bounded by the
-pieces in flight (a 100 MB iostat log peaks at about 2.7x its size, see
-benchmarks/README.md); other formats are read whole (``parse``).
+output as they come, so with ``--parquet`` or into the store a log of any size imports in
+memory bounded by the pieces in flight (see benchmarks/import_speed.py for the figures);
+other formats are read whole (``parse``). Each SampleFrame is let go as soon as it is written,
+before the next is parsed.
 
 Nothing is written until every file has been read without error: Parquet goes to a temporary
 file in the target's directory, renamed into place after the last file (and deleted on
-failure); the store receives every row in one transaction after the last file (DuckDB needs
-the rows of that transaction in memory at once: ``--db`` is bounded by the rows, not by the
-text).
+failure); the store receives the rows batch by batch in ONE transaction, committed after the
+last file and rolled back on a failure (:class:`~iogauge.store.duckdb_store.StoreImport`; a
+store that did not exist yet appears only at the commit). JSON needs every row before its
+first line is written (nothing is printed for a failed import), so ``--json`` holds them.
 """
 
 from __future__ import annotations
 
+import contextlib
+import ctypes
 import json
 import lzma
 import os
@@ -24,30 +28,63 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from zoneinfo import ZoneInfo
 
-import polars as pl
 import typer
-from polars.io.plugins import register_io_source
-from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
-from rich.table import Table
 
 from iogauge.cli.common import err, out, user_errors, warn
+from iogauge.cli.defaults import FORMAT_IDS as FORMATS
 from iogauge.cli.inputs import parse_start, parse_zone
 from iogauge.errors import InputFormatError, IogaugeError
-from iogauge.importers.base import Source
 from iogauge.importers.io import compression_of, open_binary, read_bytes, read_head
-from iogauge.importers.registry import FORMATS, detect, expand, load
-from iogauge.model.sampleframe import SCHEMA, SampleFrame
-from iogauge.model.waitevents import WaitEventFrame
-from iogauge.store import Store
+
+if TYPE_CHECKING:
+    # imported where they are used: polars, the importers' model and the DuckDB store cost
+    # ~0.3 s, which every other command (and --version) would pay at start-up
+    import polars as pl
+    from rich.table import Table
+
+    from iogauge.importers.base import Source
+    from iogauge.model.sampleframe import SampleFrame
+    from iogauge.model.waitevents import WaitEventFrame
+
+#: ``M_MMAP_THRESHOLD`` of glibc's malloc.h, and the value set by :func:`_fix_mmap_threshold`.
+_M_MMAP_THRESHOLD = -3
+_MMAP_THRESHOLD_BYTES = 1 << 20
+
+
+def _fix_mmap_threshold() -> None:
+    """Keep glibc from serving large blocks out of the heap later in the import.
+
+    glibc raises its mmap threshold to the size of every mmapped block that is freed (up to
+    32 MiB on 64-bit; mallopt(3), M_MMAP_THRESHOLD "dynamic mmap threshold"), so after the
+    parser frees its first multi-MiB numpy buffers the next ones come from the heap, and the
+    heap keeps what the process no longer uses. Setting the threshold turns that adjustment
+    off: blocks of 1 MiB and more are mapped and unmapped, returned at once. Measured on
+    benchmarks/import_speed.py's 100 MB iostat log, peak RSS of ``import --db``: 261-263 MiB
+    with it, 275-278 MiB without (four runs each). Linux with glibc only; elsewhere (musl has
+    no such threshold, other systems have other allocators) nothing is done.
+    """
+    if not sys.platform.startswith("linux"):
+        return
+    try:
+        mallopt = ctypes.CDLL(None).mallopt  # the C library this interpreter runs on
+    except (OSError, AttributeError):
+        return
+    mallopt(_M_MMAP_THRESHOLD, _MMAP_THRESHOLD_BYTES)
 
 
 def _json_default(value: object) -> str:
     if isinstance(value, datetime):
         return value.isoformat(timespec="microseconds")
     raise TypeError(f"not JSON serialisable: {type(value).__name__}")
+
+
+def _no_waits() -> WaitEventFrame:
+    from iogauge.model.waitevents import WaitEventFrame
+
+    return WaitEventFrame.empty()
 
 
 def _write_json_rows(df: pl.DataFrame, *, keep: tuple[str, ...]) -> None:
@@ -94,7 +131,7 @@ class _Read:
     devices: set[str] = field(default_factory=set)
     first: datetime | None = None
     last: datetime | None = None
-    waits: WaitEventFrame = field(default_factory=WaitEventFrame.empty)
+    waits: WaitEventFrame = field(default_factory=_no_waits)
     skipped: int = 0
     skipped_examples: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
@@ -115,6 +152,8 @@ class _Read:
 
     def finish(self, source: Source, t0: float) -> None:
         self.seconds = time.perf_counter() - t0
+        from iogauge.model.waitevents import WaitEventFrame
+
         self.waits = WaitEventFrame.concat(source.waits)
         self.skipped = source.skipped
         self.skipped_examples = source.skipped_examples
@@ -128,6 +167,9 @@ def _open(path: Path, opts: _Options) -> tuple[_Read, Iterator[SampleFrame]]:
     piece at a time), else from ``parse`` of the whole file; the summary is complete once
     the frames are exhausted. Errors (unknown format, a bad line) raise from either call.
     """
+    from iogauge.importers.base import Source
+    from iogauge.importers.registry import detect, load
+
     name = opts.fmt or detect(read_head(path), str(path))
     module = load(name)
     source = Source(path=str(path), tz=opts.tz, lenient=opts.lenient, host=opts.host,
@@ -147,12 +189,15 @@ def _open(path: Path, opts: _Options) -> tuple[_Read, Iterator[SampleFrame]]:
             frame = module.parse(data.pop(), source)  # the parser holds the only reference
             read.count(frame)
             yield frame
+            del frame
         else:
             stream, _ = open_binary(path)
             try:
                 for frame in iter_parse(stream, source):
                     read.count(frame)
                     yield frame
+                    # Let go before the next piece is parsed: the consumer has written it.
+                    del frame
                 read.input_bytes = stream.tell()
             except (OSError, EOFError, lzma.LZMAError) as exc:
                 raise InputFormatError(path, None, f"cannot read ({compression or 'plain'}):"
@@ -168,6 +213,10 @@ def _concat(frames: list[SampleFrame]) -> SampleFrame:
     """The rows of ``frames`` as one SampleFrame, columns that are null throughout a frame
     left out of the copy (they come back as constant nulls, not as allocated columns: a
     SampleFrame has some 40 measure columns and a format fills a dozen)."""
+    import polars as pl
+
+    from iogauge.model.sampleframe import SampleFrame
+
     if not frames:
         return SampleFrame.empty()
     slim = [f.df.select([c for c in f.df.columns if f.df[c].null_count() < f.df.height])
@@ -180,10 +229,16 @@ def _concat(frames: list[SampleFrame]) -> SampleFrame:
 def _write_parquet(frames: Iterator[SampleFrame], path: Path) -> None:
     """Stream ``frames`` into the Parquet file ``path`` (zstd, statistics, as
     :meth:`SampleFrame.to_parquet`) without holding them."""
+    import polars as pl
+    from polars.io.plugins import register_io_source
+
+    from iogauge.model.sampleframe import SCHEMA
+
     def batches(with_columns: list[str] | None, predicate: Any, n_rows: int | None,
                 batch_size: int | None) -> Iterator[pl.DataFrame]:
         for frame in frames:
             yield frame.df
+            del frame  # not held while the next one is parsed
 
     try:
         register_io_source(batches, schema=SCHEMA).sink_parquet(
@@ -197,6 +252,8 @@ def _temporary(path: Path) -> Path:
 
 
 def _summary(reads: list[_Read]) -> Table:
+    from rich.table import Table
+
     table = Table(title="imported", title_justify="left", header_style="bold")
     for col in ("file", "format", "rows", "devices", "from", "to", "skipped", "MB/s"):
         table.add_column(col, justify="right" if col in ("rows", "devices", "skipped", "MB/s")
@@ -260,6 +317,12 @@ def import_(
     if as_json and parquet is not None:
         err.print("[bold red]error:[/] --json and --parquet are exclusive")
         raise typer.Exit(2)
+    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from iogauge.importers.registry import expand
+    from iogauge.model.waitevents import WaitEventFrame
+    from iogauge.store.duckdb_store import StoreImport
+
     with user_errors():
         zone = parse_zone(tz)
         start_dt = parse_start(start)
@@ -272,71 +335,82 @@ def import_(
         reads: list[_Read] = []
         failures: list[str] = []
         kept: list[SampleFrame] = []
-        with Progress(TextColumn("importing {task.description}"), BarColumn(),
-                      TextColumn("{task.completed}/{task.total} files"), TimeElapsedColumn(),
-                      console=err, transient=True, disable=not err.is_terminal) as progress:
-            task = progress.add_task("", total=len(paths))
+        _fix_mmap_threshold()
+        with contextlib.ExitStack() as stack:
+            # The store is opened before the first file (a locked or unusable --db is said
+            # before any reading); its transaction is rolled back if the stack closes
+            # without the commit below.
+            target = (stack.enter_context(StoreImport(db, replace=True))
+                      if parquet is None and not as_json else None)
+            with Progress(TextColumn("importing {task.description}"), BarColumn(),
+                          TextColumn("{task.completed}/{task.total} files"),
+                          TimeElapsedColumn(), console=err, transient=True,
+                          disable=not err.is_terminal) as progress:
+                task = progress.add_task("", total=len(paths))
 
-            def frames() -> Iterator[SampleFrame]:
-                """Every file's frames in order; after a failure the files left are still
-                read (so that every failure is named) but their rows go nowhere."""
-                for p in paths:
-                    progress.update(task, description=p.name)
-                    try:
-                        read, batches = _open(p, opts)
-                        for frame in batches:
-                            if not failures:
-                                yield frame
-                        reads.append(read)
-                    except IogaugeError as exc:
-                        failures.append(str(exc))
-                    progress.advance(task)
+                def frames() -> Iterator[SampleFrame]:
+                    """Every file's frames in order; after a failure the files left are still
+                    read (so that every failure is named) but their rows go nowhere."""
+                    for p in paths:
+                        progress.update(task, description=p.name)
+                        try:
+                            read, batches = _open(p, opts)
+                            for frame in batches:
+                                if not failures:
+                                    yield frame
+                                del frame  # not held while the next one is parsed
+                            reads.append(read)
+                        except IogaugeError as exc:
+                            failures.append(str(exc))
+                        progress.advance(task)
 
-            tmp = _temporary(parquet) if parquet is not None else None
-            try:
-                if tmp is not None:
-                    _write_parquet(frames(), tmp)
-                else:
-                    kept = list(frames())
-            except BaseException:
+                tmp = _temporary(parquet) if parquet is not None else None
+                try:
+                    if tmp is not None:
+                        _write_parquet(frames(), tmp)
+                    elif target is not None:
+                        for frame in frames():
+                            target.add(frame)
+                            del frame
+                    else:
+                        kept = list(frames())
+                except BaseException:
+                    if tmp is not None:
+                        tmp.unlink(missing_ok=True)
+                    raise
+            if failures:
                 if tmp is not None:
                     tmp.unlink(missing_ok=True)
-                raise
-        if failures:
-            if tmp is not None:
-                tmp.unlink(missing_ok=True)
-            for f in failures:
-                err.print(f"[bold red]error:[/] {f}", markup=True, highlight=False)
-            err.print(f"{len(failures)} of {len(paths)} file(s) failed; nothing was written")
-            raise typer.Exit(2)
-        for r in reads:
-            for n in r.notes:
-                warn(f"{r.path}: {n}")
-            if r.skipped:
-                warn(f"{r.path}: skipped {r.skipped} unreadable line(s) (--lenient)")
-                for ex in r.skipped_examples:
-                    err.print(f"    {ex}", markup=False)
-        rows = sum(r.rows for r in reads)
-        waits = WaitEventFrame.concat([r.waits for r in reads if len(r.waits)])
-        if parquet is not None and tmp is not None:
-            tmp.replace(parquet)
-            if len(waits):
-                wpath = parquet.with_name(parquet.stem + ".waits.parquet")
-                waits.df.write_parquet(wpath, compression="zstd")
-                err.print(f"wait events written to {wpath}")
-            out.print(_summary(reads))
-            out.print(f"{rows:,} rows written to {parquet}")
-            return
-        frame = _concat(kept)
-        del kept[:]
-        if as_json:
-            _write_json_rows(frame.df, keep=("parent",))
-            _write_json_rows(waits.df, keep=())
-            err.print(_summary(reads))
-            return
-        with Store.open(db) as store:
-            store.append(frame, replace=True)
-            store.append_waits(waits)
-            path = store.path
+                for f in failures:
+                    err.print(f"[bold red]error:[/] {f}", markup=True, highlight=False)
+                err.print(f"{len(failures)} of {len(paths)} file(s) failed; nothing was "
+                          "written")
+                raise typer.Exit(2)
+            for r in reads:
+                for n in r.notes:
+                    warn(f"{r.path}: {n}")
+                if r.skipped:
+                    warn(f"{r.path}: skipped {r.skipped} unreadable line(s) (--lenient)")
+                    for ex in r.skipped_examples:
+                        err.print(f"    {ex}", markup=False)
+            rows = sum(r.rows for r in reads)
+            waits = WaitEventFrame.concat([r.waits for r in reads if len(r.waits)])
+            if parquet is not None and tmp is not None:
+                tmp.replace(parquet)
+                if len(waits):
+                    wpath = parquet.with_name(parquet.stem + ".waits.parquet")
+                    waits.df.write_parquet(wpath, compression="zstd")
+                    err.print(f"wait events written to {wpath}")
+                out.print(_summary(reads))
+                out.print(f"{rows:,} rows written to {parquet}")
+                return
+            if target is None:  # --json
+                frame = _concat(kept)
+                del kept[:]
+                _write_json_rows(frame.df, keep=("parent",))
+                _write_json_rows(waits.df, keep=())
+                err.print(_summary(reads))
+                return
+            stored = target.commit(waits)
         out.print(_summary(reads))
-        out.print(f"{len(frame):,} rows stored in {path}")
+        out.print(f"{stored:,} rows stored in {target.path}")

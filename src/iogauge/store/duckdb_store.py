@@ -11,6 +11,10 @@ Layout (store schema version :data:`STORE_SCHEMA_VERSION`):
   every :class:`~iogauge.model.device.DeviceInfo` field, again derived from the dataclass.
 * ``meta`` — key/value text: ``schema_version``, ``created_by``, ``created_at``.
 
+Imports too large to hold go in batch by batch, still as one transaction
+(:meth:`Store.bulk_append`, :class:`StoreImport` for ``iogauge import``), under a small DuckDB
+memory limit (:data:`BULK_SETTINGS`).
+
 Durability: every :meth:`Store.append` is one transaction; DuckDB writes it to its write-ahead
 log before the commit returns, so a process killed at any instant (``kill -9``) leaves a file
 that opens again with every committed batch and nothing of the batch in flight. A new store is
@@ -138,9 +142,61 @@ DEVICE_TABLE_COLUMNS: tuple[tuple[str, str, bool], ...] = (
 )
 
 
+# ---- bulk imports (BulkAppend) -------------------------------------------------------------
+#: DuckDB's block size; a column being appended to keeps one block pinned.
+_DUCKDB_BLOCK_BYTES = 256 << 10
+#: ``memory_limit`` while a :class:`BulkAppend` transaction is open: two blocks per samples
+#: column, at least 32 MiB. An insert pins about one block per column, and a transaction's
+#: partial row group (122,880 rows x 63 columns x 8 bytes, all-null columns included) is about
+#: 60 MB uncompressed: beyond the limit DuckDB's buffer manager spills it to its temporary
+#: directory instead of holding it. Measured with benchmarks/import_speed.py's 100 MB iostat
+#: log (689,106 rows in ~87k-row batches), one thread: a new store ran out of memory at 18 MB
+#: and worked at 20 MB; a re-import into it (the DELETE of replace) ran out at 20 MB and worked
+#: at 24 MB. Peak RSS of ``iogauge import --db`` (MiB, five runs each): 266-275 at 24 MB,
+#: 271-279 at 32 MB, 281-287 at 40 MB, 290 at 48 MB -- the limit adds about one to one. The
+#: spilling costs time: 5.4-6.1 s wall instead of 4.8 s without a limit (same run).
+BULK_MEMORY_LIMIT_BYTES = max(32 << 20, 2 * len(SAMPLE_TABLE_COLUMNS) * _DUCKDB_BLOCK_BYTES)
+#: DuckDB settings while a :class:`BulkAppend` transaction is open, restored when it ends.
+#: Same log, peak RSS of a script inserting the importer's SampleFrames as they come: 624 MiB
+#: with DuckDB's defaults; 316 MiB with
+#: ``write_buffer_row_group_count = 1`` (DuckDB otherwise keeps five 122,880-row row groups of
+#: the transaction in memory before writing them out: here nearly the whole import) and one
+#: thread; then the memory limit above. One thread, because every inserting thread pins its
+#: own blocks (32 MB was enough for one thread, not for two); the parser and DuckDB take turns
+#: anyway (a batch is inserted before the next is parsed). ``preserve_insertion_order`` stays
+#: on: :meth:`Store.read` returns rows in insertion order, and turning it off saved nothing
+#: measurable.
+BULK_SETTINGS: tuple[tuple[str, str], ...] = (
+    ("memory_limit", f"'{BULK_MEMORY_LIMIT_BYTES}B'"),
+    ("threads", "1"),
+    ("write_buffer_row_group_count", "1"),
+)
+#: Largest slice of a batch that :meth:`BulkAppend.add` hands DuckDB in one statement (a row
+#: group at DuckDB's default size): the DELETE of ``replace`` builds a hash table of the
+#: slice's keys within the memory limit (3 million rows, as from a file read whole, ran out of
+#: memory under it in one statement; 2 million did not). Slices cost little: DuckDB pushes each
+#: slice's key range into its scan of the stored rows (row groups outside it are skipped).
+BULK_SLICE_ROWS = 122_880
+
+
 def _ddl(table: str, columns: Sequence[tuple[str, str, bool]]) -> str:
     body = ", ".join(f"{_q(n)} {t}{' NOT NULL' if req else ''}" for n, t, req in columns)
     return f"CREATE TABLE IF NOT EXISTS {table} ({body})"
+
+
+def _replace_sql(batch: str, *, before_rowid: bool = False) -> str:
+    """DELETE of the stored samples whose key (:data:`SAMPLE_KEY`) a row of ``batch`` has.
+
+    ``before_rowid`` adds ``s.rowid <= ?``: only rows that were in the table when the
+    transaction began (see :class:`BulkAppend`).
+    """
+    on = " AND ".join(f"s.{_q(k)} = b.{_q(k)}" for k in SAMPLE_KEY)
+    guard = " AND s.rowid <= ?" if before_rowid else ""
+    return (f"DELETE FROM {SAMPLES_TABLE} s USING (SELECT DISTINCT "
+            f"{', '.join(_q(k) for k in SAMPLE_KEY)} FROM {batch}) b WHERE {on}{guard}")
+
+
+_INSERT_BATCH_SQL = f"INSERT INTO {SAMPLES_TABLE} BY NAME SELECT * FROM {_BATCH_VIEW}"
 
 
 # ---- paths and times -----------------------------------------------------------------------
@@ -250,6 +306,7 @@ class Store:
         self.read_only = read_only
         self._sample_present: set[str] = set()
         self._device_present: set[str] = set()
+        self._bulk: BulkAppend | None = None
         # Registered once with the model's (empty) frame: DuckDB reads the schema now.
         self._idle = SampleFrame.empty().df
         self._batch = _ArrowStream(self._idle)
@@ -342,11 +399,8 @@ class Store:
         try:
             con.execute("BEGIN TRANSACTION")
             if replace:
-                on = " AND ".join(f"s.{_q(k)} = b.{_q(k)}" for k in SAMPLE_KEY)
-                con.execute(f"DELETE FROM {SAMPLES_TABLE} s USING (SELECT DISTINCT "
-                            f"{', '.join(_q(k) for k in SAMPLE_KEY)} FROM {_BATCH_VIEW}) b "
-                            f"WHERE {on}")
-            con.execute(f"INSERT INTO {SAMPLES_TABLE} BY NAME SELECT * FROM {_BATCH_VIEW}")
+                con.execute(_replace_sql(_BATCH_VIEW))
+            con.execute(_INSERT_BATCH_SQL)
             con.execute("COMMIT")
         except duckdb.Error as exc:
             _rollback(con)
@@ -354,6 +408,66 @@ class Store:
         finally:
             self._batch.df = self._idle
         return n
+
+    def bulk_append(self, *, replace: bool = False) -> BulkAppend:
+        """A transaction that takes sample rows batch by batch (see :class:`BulkAppend`).
+
+        For an import too large to hold: each :meth:`BulkAppend.add` inserts a batch at
+        once, nothing is visible to other transactions before :meth:`BulkAppend.commit`,
+        and leaving the ``with`` block without committing rolls every batch back.
+
+        Raises:
+            StoreError: the store is read-only or closed, or another bulk append is open.
+        """
+        self._writable()
+        self._bulk = BulkAppend(self, replace=replace)
+        return self._bulk
+
+    def append_store(self, other: str | Path, *, replace: bool = False) -> int:
+        """Copy every sample row (and wait event) of the store file ``other`` into this one,
+        in one transaction; returns the sample rows copied.
+
+        With ``replace``, rows here with the key of a copied row are deleted first, as
+        :meth:`append` does. DuckDB reads ``other`` (attached read-only) and writes here
+        directly: the rows never pass through Python.
+        """
+        con = self._writable()
+        src = str(Path(other)).replace("'", "''")
+        alias = "_iogauge_src"
+        try:
+            con.execute(f"ATTACH '{src}' AS {alias} (READ_ONLY)")
+        except duckdb.Error as exc:
+            raise StoreError(f"{self.path}: cannot read the store {other}: "
+                             f"{_first_line(exc)}") from exc
+        try:
+            tables = {r[0] for r in con.execute(
+                "SELECT table_name FROM information_schema.tables WHERE table_catalog = ? "
+                "AND table_schema = 'main'", [alias]).fetchall()}
+            if SAMPLES_TABLE not in tables:
+                raise StoreError(f"{other}: not an iogauge store (no {SAMPLES_TABLE} table)")
+            samples = f"{alias}.main.{SAMPLES_TABLE}"
+            rows = int(con.execute(f"SELECT count(*) FROM {samples}").fetchall()[0][0])
+            if WAITS_TABLE in tables:
+                con.execute(_ddl(WAITS_TABLE, WAIT_TABLE_COLUMNS))
+            con.execute("BEGIN TRANSACTION")
+            if replace:
+                con.execute(_replace_sql(samples))
+            con.execute(f"INSERT INTO {SAMPLES_TABLE} BY NAME SELECT * FROM {samples}")
+            if WAITS_TABLE in tables:
+                waits = f"{alias}.main.{WAITS_TABLE}"
+                on = " AND ".join(f"w.{_q(k)} IS NOT DISTINCT FROM b.{_q(k)}" for k in WAIT_KEY)
+                con.execute(f"DELETE FROM {WAITS_TABLE} w USING (SELECT DISTINCT "
+                            f"{', '.join(_q(k) for k in WAIT_KEY)} FROM {waits}) b WHERE {on}")
+                con.execute(f"INSERT INTO {WAITS_TABLE} BY NAME SELECT * FROM {waits}")
+            con.execute("COMMIT")
+        except duckdb.Error as exc:
+            _rollback(con)
+            raise StoreError(f"{self.path}: cannot copy the rows of {other}: "
+                             f"{_first_line(exc)}") from exc
+        finally:
+            with contextlib.suppress(duckdb.Error):
+                con.execute(f"DETACH {alias}")
+        return rows
 
     def append_waits(self, frame: WaitEventFrame) -> int:
         """Store database wait events, replacing rows with the same key; returns rows.
@@ -588,10 +702,18 @@ class Store:
             raise StoreError(f"{self.path}: the store is closed")
         return self._con
 
-    def _writable(self) -> duckdb.DuckDBPyConnection:
+    def _writable(self, *, bulk: bool = False) -> duckdb.DuckDBPyConnection:
+        """The connection, for a write; ``bulk``: the write of the open :class:`BulkAppend`.
+
+        Any other write waits for the bulk append to end: its BEGIN would fail inside the
+        bulk transaction, and the ROLLBACK that follows would take the bulk's rows with it.
+        """
         con = self._connection()
         if self.read_only:
             raise StoreError(f"{self.path}: opened read-only")
+        if not bulk and self._bulk is not None and self._bulk.active:
+            raise StoreError(f"{self.path}: a bulk append is already in progress; commit or "
+                             "roll it back first")
         return con
 
     def _scalar(self, sql: str) -> object:
@@ -682,6 +804,271 @@ class Store:
                                  f"{typ} in this iogauge's model")
             present.add(name)
         return present
+
+
+# ---- streaming imports ---------------------------------------------------------------------
+class BulkAppend:
+    """Sample rows added batch by batch in ONE transaction: :meth:`Store.bulk_append`.
+
+    :meth:`add` hands a batch to DuckDB at once (as Arrow, like :meth:`Store.append`), so
+    the caller need not hold the rows of the whole transaction: DuckDB writes each full row
+    group to the database file before the commit and, under :data:`BULK_SETTINGS`, spills the
+    rest past a small memory limit. :meth:`commit` makes every batch visible at once; leaving
+    the ``with`` block (or calling :meth:`rollback`) without committing, or an :meth:`add`
+    that fails, rolls every batch back: the store is exactly as before.
+
+    ``replace``: stored rows with the (source, host, device, ts) of an added row are deleted,
+    in the same transaction -- the rows that were in the table when the transaction began,
+    never rows an earlier batch of it added. The result is that of one
+    ``Store.append(all_batches, replace=True)`` whatever the batches: rows that repeat a key
+    within the import are all kept, as they are within one append. (DuckDB numbers the rows a
+    transaction appends after every row stored before it -- from 2**55 while uncommitted --
+    so "was there before" is ``rowid <= max(rowid)`` taken at the start.)
+
+    Attributes:
+        rows: rows added so far; batches: non-empty batches added.
+    """
+
+    def __init__(self, store: Store, *, replace: bool) -> None:
+        self._store = store
+        self.replace = replace
+        self.rows = 0
+        self.batches = 0
+        self._state = "new"  # new -> open -> done
+        self._stored_max_rowid: int | None = None
+        self._threads: int | None = None
+
+    @property
+    def active(self) -> bool:
+        """True until committed or rolled back."""
+        return self._state != "done"
+
+    def __enter__(self) -> BulkAppend:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._state != "done":
+            self.rollback()
+
+    def add(self, frame: SampleFrame) -> int:
+        """Insert the rows of ``frame`` into the open transaction; returns them.
+
+        Raises:
+            StoreError: DuckDB refused the batch; the whole transaction is rolled back.
+        """
+        if not isinstance(frame, SampleFrame):
+            raise TypeError(f"BulkAppend.add takes a SampleFrame, not {type(frame).__name__}")
+        store = self._store
+        if self._state == "done":
+            raise StoreError(f"{store.path}: this bulk append has already ended")
+        n = len(frame)
+        if n == 0:
+            return 0
+        con = store._writable(bulk=True)
+        if self._state == "new":
+            self._begin(con)
+        df = frame.df  # exactly the model's columns, which the table has
+        try:
+            for offset in range(0, n, BULK_SLICE_ROWS):
+                store._batch.df = df if n <= BULK_SLICE_ROWS else df.slice(offset,
+                                                                             BULK_SLICE_ROWS)
+                if self._stored_max_rowid is not None:
+                    con.execute(_replace_sql(_BATCH_VIEW, before_rowid=True),
+                                [self._stored_max_rowid])
+                con.execute(_INSERT_BATCH_SQL)
+        except duckdb.Error as exc:
+            self._end(con, "ROLLBACK")
+            raise StoreError(f"{store.path}: cannot append {n} rows (batch {self.batches + 1};"
+                             f" the {self.rows:,} rows of the batches before it are rolled "
+                             f"back too): {_first_line(exc)}") from exc
+        finally:
+            store._batch.df = store._idle
+        self.rows += n
+        self.batches += 1
+        return n
+
+    def commit(self) -> int:
+        """Make every added row visible at once; returns the rows added.
+
+        Raises:
+            StoreError: the commit failed (nothing of this transaction is stored).
+        """
+        store = self._store
+        if self._state == "done":
+            raise StoreError(f"{store.path}: this bulk append has already ended")
+        if self._state == "new":
+            self._state = "done"
+            return 0
+        con = store._connection()
+        try:
+            self._end(con, "COMMIT")
+        except duckdb.Error as exc:
+            self._end(con, "ROLLBACK")
+            raise StoreError(f"{store.path}: cannot commit {self.rows:,} rows: "
+                             f"{_first_line(exc)}") from exc
+        return self.rows
+
+    def rollback(self) -> None:
+        """Undo every batch added (nothing was visible yet). Idempotent."""
+        if self._state == "open" and self._store._con is not None:
+            self._end(self._store._con, "ROLLBACK")
+        self._state = "done"
+
+    def _begin(self, con: duckdb.DuckDBPyConnection) -> None:
+        store = self._store
+        try:
+            self._threads = int(str(con.execute(
+                "SELECT current_setting('threads')").fetchall()[0][0]))
+            for name, value in BULK_SETTINGS:
+                con.execute(f"SET {name} = {value}")
+            con.execute("BEGIN TRANSACTION")
+            self._state = "open"
+            if self.replace:
+                row = con.execute(f"SELECT max(rowid) FROM {SAMPLES_TABLE}").fetchall()
+                top = row[0][0] if row else None
+                # None: the table was empty, no stored row can share a key.
+                self._stored_max_rowid = None if top is None else int(top)
+        except duckdb.Error as exc:
+            self._end(con, "ROLLBACK")
+            raise StoreError(f"{store.path}: cannot start the import transaction: "
+                             f"{_first_line(exc)}") from exc
+
+    def _end(self, con: duckdb.DuckDBPyConnection, how: str) -> None:
+        """COMMIT or ROLLBACK, then put the connection's settings back (even if it failed).
+
+        A COMMIT that raises leaves the state open, so that the caller rolls back.
+        """
+        try:
+            if how == "COMMIT":
+                con.execute("COMMIT")
+            else:
+                _rollback(con)
+            self._state = "done"
+        finally:
+            if self._state == "done":
+                self._restore(con)
+
+    def _restore(self, con: duckdb.DuckDBPyConnection) -> None:
+        # The store never sets these otherwise: back to DuckDB's defaults, and to the thread
+        # count the store was opened with.
+        with contextlib.suppress(duckdb.Error):
+            for name, _value in BULK_SETTINGS:
+                if name == "threads":
+                    if self._threads is not None:
+                        con.execute(f"SET threads = {self._threads}")
+                else:
+                    con.execute(f"RESET {name}")
+
+
+class StoreImport:
+    """An import into the store file ``path`` that either stores every row or nothing.
+
+    Rows arrive batch by batch (:meth:`add`) into one :class:`BulkAppend` transaction with
+    ``replace``. Into an existing store that is all. A store that does not exist yet is
+    built under a temporary name in the same directory and linked to ``path`` only after
+    :meth:`commit`: an import that fails (a bad file, an interrupt) leaves no file at
+    ``path``, as when nothing at all was written. Should another process create ``path``
+    meanwhile, the committed rows are copied into that store (:meth:`Store.append_store`,
+    same replace rule) instead.
+
+    Use as a context manager: leaving it without :meth:`commit` rolls back and removes the
+    temporary store.
+
+    Attributes:
+        path: the target store file (``--db``, default :func:`default_db_path`).
+    """
+
+    def __init__(self, path: str | Path | None = None, *, replace: bool = True) -> None:
+        self.path = (default_db_path() if path is None else Path(path)).expanduser()
+        self.replace = replace
+        self._tmp: Path | None = None
+        #: Directories above a new store that did not exist (created for it, removed with it).
+        self._made_dirs: list[Path] = []
+        self._store: Store | None = None
+        self._bulk: BulkAppend | None = None
+
+    @property
+    def rows(self) -> int:
+        """Rows added so far."""
+        return self._bulk.rows if self._bulk is not None else 0
+
+    def __enter__(self) -> StoreImport:
+        if not self.path.exists() and not self.path.is_symlink():
+            self._tmp = self.path.with_name(
+                f".{self.path.name}.{os.getpid()}.{secrets.token_hex(4)}.import")
+            self._made_dirs = [d for d in self.path.parents if not d.exists()]
+        try:
+            self._store = Store.open(self._tmp or self.path)
+        except StoreError as exc:
+            self._discard()
+            if self._tmp is None:
+                raise
+            # Name the file the user asked for, not the temporary one.
+            raise StoreError(str(exc).replace(str(self._tmp), str(self.path))) from exc
+        self._bulk = self._store.bulk_append(replace=self.replace)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        try:
+            if self._bulk is not None:
+                self._bulk.rollback()
+            if self._store is not None:
+                self._store.close()
+        finally:
+            self._discard()
+
+    def add(self, frame: SampleFrame) -> int:
+        """Insert one batch (see :meth:`BulkAppend.add`)."""
+        if self._bulk is None:
+            raise StoreError(f"{self.path}: the import is not open")
+        return self._bulk.add(frame)
+
+    def commit(self, waits: WaitEventFrame | None = None) -> int:
+        """Commit the rows, store ``waits`` (replacing same-key rows, as
+        :meth:`Store.append_waits`), close, and put a new store in place. Returns the rows.
+        """
+        if self._bulk is None or self._store is None:
+            raise StoreError(f"{self.path}: the import is not open")
+        rows = self._bulk.commit()
+        if waits is not None and len(waits):
+            self._store.append_waits(waits)
+        self._store.close()
+        if self._tmp is not None:
+            self._publish(self._tmp)
+        return rows
+
+    def _publish(self, tmp: Path) -> None:
+        try:
+            try:
+                os.link(tmp, self.path)
+            except FileExistsError:
+                self._merge(tmp)
+            except OSError:
+                # No hard links on this filesystem: rename, unless someone created it meanwhile.
+                if self.path.exists():
+                    self._merge(tmp)
+                else:
+                    tmp.replace(self.path)
+            fsync_dir(self.path.parent)
+        except OSError as exc:
+            raise StoreError(f"{self.path}: cannot put the new store in place: "
+                             f"{exc.strerror or exc}") from exc
+
+    def _merge(self, tmp: Path) -> None:
+        with Store.open(self.path) as target:
+            target.append_store(tmp, replace=self.replace)
+
+    def _discard(self) -> None:
+        if self._tmp is None:
+            return
+        for p in (self._tmp, self._tmp.with_name(self._tmp.name + ".wal")):
+            p.unlink(missing_ok=True)
+        if not self.path.exists():
+            for d in self._made_dirs:  # deepest first; stops at one that is not empty
+                try:
+                    d.rmdir()
+                except OSError:
+                    break
 
 
 # ---- module helpers ------------------------------------------------------------------------
