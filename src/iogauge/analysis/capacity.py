@@ -150,7 +150,8 @@ def _with_headroom(est: CapacityEstimate, current: float | None) -> CapacityEsti
     est.current_iops = current
     if est.max_iops is not None and current is not None and est.max_iops > 0:
         est.headroom_iops = max(0.0, est.max_iops - current)
-        est.headroom_pct = 100.0 * est.headroom_iops / est.max_iops
+        # 100 x h / max can round to 100.00000000000001 when nothing is used (h == max)
+        est.headroom_pct = min(100.0, 100.0 * est.headroom_iops / est.max_iops)
     return est
 
 
