@@ -143,9 +143,10 @@ CHUNK_BYTES = 4 << 20
 #: less than their text, and the per-batch fixed costs are paid less often. Measured on the
 #: 100 MB benchmark log (2 CPUs): the peak resident set grows by ~10 MB per MB of batch
 #: (frames being built), while every piece and batch pays fixed costs (a few hundred polars
-#: and numpy calls): parse-only time for the log, 2/4 MiB 2.0-2.2 s, 4/8 MiB 1.6-1.8 s,
-#: 8/16 MiB 1.3-1.6 s at 2.1 s / 2.3 s / 3.0x the log peak in ``benchmarks/import_speed.py``'s
-#: streaming row, so 4 MiB pieces in 8 MiB batches: below 3x with the CLI around them.
+#: and numpy calls): parse-only time for the log with pieces / batches of 2/4 MiB 2.0-2.2 s,
+#: 4/8 MiB 1.6-1.8 s, 8/16 MiB 1.25-1.55 s; peak in ``benchmarks/import_speed.py``'s
+#: streaming row 1.9x, 2.4x and 3.3x the log. So 4 MiB pieces in 8 MiB batches: below 3x
+#: with the CLI around them.
 LINK_BYTES = 8 << 20
 
 #: interval_s given to a since-boot-only report when the file has no interval at all.
