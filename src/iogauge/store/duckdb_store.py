@@ -454,11 +454,8 @@ class Store:
                 con.execute(_replace_sql(samples))
             con.execute(f"INSERT INTO {SAMPLES_TABLE} BY NAME SELECT * FROM {samples}")
             if WAITS_TABLE in tables:
-                waits = f"{alias}.main.{WAITS_TABLE}"
-                on = " AND ".join(f"w.{_q(k)} IS NOT DISTINCT FROM b.{_q(k)}" for k in WAIT_KEY)
-                con.execute(f"DELETE FROM {WAITS_TABLE} w USING (SELECT DISTINCT "
-                            f"{', '.join(_q(k) for k in WAIT_KEY)} FROM {waits}) b WHERE {on}")
-                con.execute(f"INSERT INTO {WAITS_TABLE} BY NAME SELECT * FROM {waits}")
+                for sql in _replace_waits_sql(f"{alias}.main.{WAITS_TABLE}"):
+                    con.execute(sql)
             con.execute("COMMIT")
         except duckdb.Error as exc:
             _rollback(con)
@@ -482,12 +479,9 @@ class Store:
         try:
             con.execute(_ddl(WAITS_TABLE, WAIT_TABLE_COLUMNS))
             con.register(_WAITS_VIEW, stream)
-            # NULL-safe key match: db_name and instance may be unknown.
-            on = " AND ".join(f"w.{_q(k)} IS NOT DISTINCT FROM b.{_q(k)}" for k in WAIT_KEY)
             con.execute("BEGIN TRANSACTION")
-            con.execute(f"DELETE FROM {WAITS_TABLE} w USING (SELECT DISTINCT "
-                        f"{', '.join(_q(k) for k in WAIT_KEY)} FROM {_WAITS_VIEW}) b WHERE {on}")
-            con.execute(f"INSERT INTO {WAITS_TABLE} BY NAME SELECT * FROM {_WAITS_VIEW}")
+            for sql in _replace_waits_sql(_WAITS_VIEW):
+                con.execute(sql)
             con.execute("COMMIT")
         except duckdb.Error as exc:
             _rollback(con)
@@ -1072,6 +1066,16 @@ class StoreImport:
 
 
 # ---- module helpers ------------------------------------------------------------------------
+def _replace_waits_sql(rows: str) -> tuple[str, str]:
+    """SQL that replaces stored wait events by those of the table or view ``rows``: delete
+    the stored rows with the same key (NULL-safe: db_name and instance may be unknown), then
+    insert."""
+    on = " AND ".join(f"w.{_q(k)} IS NOT DISTINCT FROM b.{_q(k)}" for k in WAIT_KEY)
+    keys = ", ".join(_q(k) for k in WAIT_KEY)
+    delete = f"DELETE FROM {WAITS_TABLE} w USING (SELECT DISTINCT {keys} FROM {rows}) b WHERE {on}"
+    return delete, f"INSERT INTO {WAITS_TABLE} BY NAME SELECT * FROM {rows}"
+
+
 def _connect(path: Path, *, read_only: bool, threads: int | None) -> duckdb.DuckDBPyConnection:
     config: dict[str, Any] = {}
     if threads is not None:

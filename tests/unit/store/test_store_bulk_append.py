@@ -244,3 +244,26 @@ def test_an_existing_store_is_written_in_place(tmp_path: Path) -> None:
         imp.commit()
     with Store.open(path, read_only=True) as st:
         assert st.count() == (10 + 70) * 2 + (70 + 5) * 2
+
+
+def test_copying_a_store_replaces_wait_events_by_key(tmp_path: Path) -> None:
+    """append_store copies the other store's wait events with the same NULL-safe key rule as
+    append_waits: a copied event replaces the stored one, it is not added twice."""
+    from iogauge.model.waitevents import WaitEventFrame
+
+    def waits(avg_ms: float) -> WaitEventFrame:
+        return WaitEventFrame(pl.DataFrame({
+            "source": ["awr"], "host": ["db01"], "db_name": ["ORCL"], "instance": [None],
+            "ts": [T0], "interval_s": [3600.0], "section": ["foreground wait events"],
+            "event": ["db file sequential read"], "waits": [1000.0],
+            "time_waited_s": [avg_ms], "avg_wait_ms": [avg_ms]}))
+
+    src, dst = tmp_path / "src.duckdb", tmp_path / "dst.duckdb"
+    with Store.open(src) as st:
+        st.append(_frame(0, 3))
+        st.append_waits(waits(7.5))
+    with Store.open(dst) as st:
+        st.append_waits(waits(11.1))
+        assert st.append_store(src, replace=True) == 3 * 2
+        back = st.read_waits().df
+    assert back["avg_wait_ms"].to_list() == [7.5]
