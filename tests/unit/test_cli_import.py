@@ -6,14 +6,13 @@ import gzip
 import json
 import shutil
 from pathlib import Path
-from typing import Any
 
 import polars as pl
 import pytest
+from tests.helpers.importing import small_iostat_pieces
 from typer.testing import CliRunner
 
 from iogauge.cli.main import app
-from iogauge.importers import iostat_text
 from iogauge.importers.registry import import_file
 from iogauge.model.sampleframe import SCHEMA, SampleFrame
 from iogauge.store import Store
@@ -108,27 +107,12 @@ RHEL6 = FIX / "iostat" / "iostat-tool-rhel6-iostat-x-t-mb.txt"
 SYSSTAT117 = FIX / "iostat" / "iostat-tool-sysstat11.7.3-iostat-x-t.txt"
 
 
-def _small_pieces(monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    """Make the iostat importer stream in pieces of a few kB (the fixtures are small), and
-    count the SampleFrames it yields, so that the CLI is seen to take the streaming path."""
-    yielded: list[int] = []
-    real = iostat_text.iter_parse
-
-    def small(stream: Any, source: Any) -> Any:
-        for frame in real(stream, source, chunk_bytes=4_000, link_bytes=9_000):
-            yielded.append(len(frame))
-            yield frame
-
-    monkeypatch.setattr(iostat_text, "iter_parse", small)
-    return yielded
-
-
 def test_streamed_parquet_has_exactly_the_rows_of_the_in_memory_import(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     gz = tmp_path / "sysstat117.txt.gz"
     gz.write_bytes(gzip.compress(SYSSTAT117.read_bytes()))
     whole = pl.concat([import_file(RHEL6).frame.df, import_file(gz).frame.df])
-    yielded = _small_pieces(monkeypatch)
+    yielded = small_iostat_pieces(monkeypatch)
     out = tmp_path / "o.parquet"
     res = CliRunner().invoke(app, ["import", str(RHEL6), str(gz), "--parquet", str(out)])
     assert res.exit_code == 0, res.output
@@ -143,7 +127,7 @@ def test_streamed_parquet_has_exactly_the_rows_of_the_in_memory_import(
 def test_streamed_store_import_has_exactly_the_rows_of_the_in_memory_import(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     whole = import_file(RHEL6).frame.df
-    yielded = _small_pieces(monkeypatch)
+    yielded = small_iostat_pieces(monkeypatch)
     db = tmp_path / "s.duckdb"
     res = CliRunner().invoke(app, ["import", str(RHEL6), "--db", str(db)])
     assert res.exit_code == 0, res.output
@@ -161,7 +145,7 @@ def test_streamed_parquet_writes_nothing_when_a_line_deep_in_the_log_is_bad(
     lines[at] = "sdb   1.00\n"
     bad = tmp_path / "bad.txt"
     bad.write_text("".join(lines))
-    yielded = _small_pieces(monkeypatch)
+    yielded = small_iostat_pieces(monkeypatch)
     out = tmp_path / "o.parquet"
     res = CliRunner().invoke(app, ["import", str(bad), "--parquet", str(out)])
     assert res.exit_code == 2

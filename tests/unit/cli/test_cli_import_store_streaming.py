@@ -6,14 +6,13 @@ from __future__ import annotations
 
 import shutil
 from pathlib import Path
-from typing import Any
 
 import polars as pl
 import pytest
+from tests.helpers.importing import small_iostat_pieces
 from typer.testing import CliRunner
 
 from iogauge.cli.main import app
-from iogauge.importers import iostat_text
 from iogauge.importers.registry import import_file
 from iogauge.model.sampleframe import SampleFrame
 from iogauge.store import Store, duckdb_store
@@ -21,21 +20,6 @@ from iogauge.store import Store, duckdb_store
 FIX = Path(__file__).resolve().parents[2] / "fixtures"
 RHEL6 = FIX / "iostat" / "iostat-tool-rhel6-iostat-x-t-mb.txt"
 SYSSTAT117 = FIX / "iostat" / "iostat-tool-sysstat11.7.3-iostat-x-t.txt"
-
-
-def _small_pieces(monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    """The iostat importer streams pieces of a few kB (the fixtures are small); returns the
-    row counts of the SampleFrames it yields."""
-    yielded: list[int] = []
-    real = iostat_text.iter_parse
-
-    def small(stream: Any, source: Any) -> Any:
-        for frame in real(stream, source, chunk_bytes=4_000, link_bytes=9_000):
-            yielded.append(len(frame))
-            yield frame
-
-    monkeypatch.setattr(iostat_text, "iter_parse", small)
-    return yielded
 
 
 def _added(monkeypatch: pytest.MonkeyPatch) -> list[int]:
@@ -77,7 +61,7 @@ def test_streamed_import_stores_exactly_what_one_append_of_every_row_stores(
         expected = st.read().df
     db = tmp_path / "streamed.duckdb"
     _seed(db)
-    yielded = _small_pieces(monkeypatch)
+    yielded = small_iostat_pieces(monkeypatch)
     added = _added(monkeypatch)
     res = CliRunner().invoke(app, ["import", str(RHEL6), str(copy), "--db", str(db)],
                              terminal_width=250)
@@ -102,7 +86,7 @@ def test_a_bad_line_in_a_later_batch_leaves_the_store_as_it_was(
     bad.write_text("".join(lines))
     db = tmp_path / "s.duckdb"
     before = _seed(db)
-    _small_pieces(monkeypatch)
+    small_iostat_pieces(monkeypatch)
     added = _added(monkeypatch)
     res = CliRunner().invoke(app, ["import", str(bad), "--db", str(db)])
     assert res.exit_code == 2
@@ -121,7 +105,7 @@ def test_a_bad_line_in_a_later_batch_creates_no_store(
     lines[at] = "sda   x\n"
     bad = tmp_path / "bad.txt"
     bad.write_text("".join(lines))
-    _small_pieces(monkeypatch)
+    small_iostat_pieces(monkeypatch)
     added = _added(monkeypatch)
     db = tmp_path / "new" / "s.duckdb"
     res = CliRunner().invoke(app, ["import", str(RHEL6), str(bad), "--db", str(db)])
