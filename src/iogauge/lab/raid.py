@@ -54,6 +54,21 @@ from iogauge.lab.model import Request
 MemberCmd = tuple[int, bool, int, int]
 
 
+def _row_spans(pieces: list[tuple[int, int, int, int]]) -> list[tuple[int, int]]:
+    """(start, end) index spans of ``pieces`` (row-ordered chunk pieces) by stripe row: a
+    RAID-5 write is planned row by row."""
+    spans: list[tuple[int, int]] = []
+    i = 0
+    n = len(pieces)
+    while i < n:
+        row = pieces[i][0]
+        k = i + 1
+        while k < n and pieces[k][0] == row:
+            k += 1
+        spans.append((i, k))
+        i = k
+    return spans
+
 class _HostCmd:
     """A host command in flight on a volume with queued members."""
 
@@ -226,15 +241,9 @@ class RaidModel:
         if not self._raid5:
             return self._raid0_write(pieces, t1)
         done = t1
-        i = 0
-        while i < len(pieces):
-            row = pieces[i][0]
-            k = i
-            while k < len(pieces) and pieces[k][0] == row:
-                k += 1
-            d = self._raid5_row_write(row, pieces[i:k], t1)
+        for i, k in _row_spans(pieces):
+            d = self._raid5_row_write(pieces[i][0], pieces[i:k], t1)
             done = d if d > done else done
-            i = k
         return done
 
     def _read_runs(self, pieces: list[tuple[int, int, int, int]]) -> list[list[int]]:
@@ -361,14 +370,8 @@ class RaidModel:
             plans.append([[(j, True, row * self._chunk + lo, hi - lo)
                            for row, j, lo, hi in pieces]])
         else:
-            i = 0
-            while i < len(pieces):
-                row = pieces[i][0]
-                k = i
-                while k < len(pieces) and pieces[k][0] == row:
-                    k += 1
-                plans.append(self._row_plan(row, pieces[i:k]))
-                i = k
+            for i, k in _row_spans(pieces):
+                plans.append(self._row_plan(pieces[i][0], pieces[i:k]))
         host = _HostCmd(token, len(plans), 0.0)
         for phases in plans:
             self._at(t1, self._issue_fn, _RowCmd(host, phases))
