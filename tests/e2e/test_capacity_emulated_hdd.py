@@ -27,8 +27,6 @@ Run with ``-s`` to see the numbers.
 from __future__ import annotations
 
 import contextlib
-import ctypes.util
-import importlib.util
 import json
 import os
 import shutil
@@ -42,7 +40,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.helpers.system import require_loop_support, require_root, require_tools
+from tests.helpers.system import (
+    require_lab_device,
+    require_root,
+)
 
 from iogauge.analysis import capacity
 from iogauge.analysis.context import AnalysisContext
@@ -74,14 +75,7 @@ RANDREAD_QD1 = ["--rw=randread", "--bs=4k", "--ioengine=libaio", "--direct=1", "
 
 def _require_lab() -> None:
     require_root()
-    require_loop_support()
-    require_tools("losetup", "fio")
-    if not Path("/dev/fuse").exists():
-        pytest.skip("needs /dev/fuse (modprobe fuse); CI has it")
-    if not ctypes.util.find_library("fuse3"):
-        pytest.skip("needs libfuse3 (package fuse3; scripts/ensure-system-tools.sh)")
-    if importlib.util.find_spec("mfusepy") is None:
-        pytest.skip("needs the mfusepy package (pip install -e .)")
+    require_lab_device()
 
 
 @contextlib.contextmanager

@@ -22,8 +22,6 @@ stopped and its limits released.
 from __future__ import annotations
 
 import contextlib
-import ctypes.util
-import importlib.util
 import os
 import signal
 import subprocess
@@ -37,9 +35,8 @@ from pathlib import Path
 import pytest
 from tests.helpers.system import (
     FioLoad,
-    require_loop_support,
+    require_lab_device,
     require_root,
-    require_tools,
     run_fio,
 )
 
@@ -82,18 +79,6 @@ def _require_blkio_throttle() -> None:
     if not (BLKIO / READ_IOPS).exists():
         pytest.skip(f"needs the cgroup v1 blkio hierarchy with throttling at {BLKIO} "
                     f"({BLKIO / READ_IOPS} is missing)")
-
-
-def _require_lab_device() -> None:
-    """The emulated device's needs (iogauge.lab.device.preflight names them), or skip."""
-    require_loop_support()
-    require_tools("losetup", "fio")
-    if not Path("/dev/fuse").exists():
-        pytest.skip("needs /dev/fuse (modprobe fuse); CI has it")
-    if not ctypes.util.find_library("fuse3"):
-        pytest.skip("needs libfuse3 (package fuse3; scripts/ensure-system-tools.sh)")
-    if importlib.util.find_spec("mfusepy") is None:
-        pytest.skip("needs the mfusepy package (pip install -e .)")
 
 
 def _write(path: Path, text: str) -> None:
@@ -142,7 +127,7 @@ class Rig:
 @pytest.fixture
 def rig(tmp_path: Path, backing_dir: Path) -> Iterator[Rig]:
     _require_blkio_throttle()
-    _require_lab_device()
+    require_lab_device()
     from iogauge.lab.device import create_device
     a = BLKIO / f"iogauge-test-{os.getpid()}-a"
     b = BLKIO / f"iogauge-test-{os.getpid()}-b"
@@ -335,7 +320,7 @@ def test_seed004_evaluation_3_quick_with_the_adaptive_policy() -> None:
     controller keeps A at its floor on the emulated HDD once converged, and nothing it
     created (cgroups, limits, the device) outlives the run."""
     _require_blkio_throttle()
-    _require_lab_device()
+    require_lab_device()
     from dataclasses import replace
 
     from iogauge.lab import guarantee_eval as ge

@@ -22,7 +22,6 @@ from __future__ import annotations
 import contextlib
 import ctypes.util
 import functools
-import importlib.util
 import itertools
 import json
 import os
@@ -41,7 +40,11 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from tests.helpers.system import require_loop_support, require_root, require_tools, run_fio
+from tests.helpers.system import (
+    require_lab_device,
+    require_root,
+    run_fio,
+)
 
 from iogauge.collector.linux import IntervalResult, LinuxCollector
 from iogauge.lab import device as lab
@@ -214,14 +217,7 @@ SIM_VS_EMU_REL = 0.10
 
 def _require_lab() -> None:
     require_root()
-    require_loop_support()
-    require_tools("losetup", "fio")
-    if not Path("/dev/fuse").exists():
-        pytest.skip("needs /dev/fuse (modprobe fuse); CI has it")
-    if not ctypes.util.find_library("fuse3"):
-        pytest.skip("needs libfuse3 (package fuse3; scripts/ensure-system-tools.sh)")
-    if importlib.util.find_spec("mfusepy") is None:
-        pytest.skip("needs the mfusepy package (pip install -e .)")
+    require_lab_device()
 
 
 @dataclass(frozen=True)

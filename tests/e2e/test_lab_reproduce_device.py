@@ -11,8 +11,6 @@ business: tests/unit/lab/test_lab_experiments.py), and that nothing is left behi
 
 from __future__ import annotations
 
-import ctypes.util
-import importlib.util
 import json
 import math
 import subprocess
@@ -20,7 +18,10 @@ import sys
 from pathlib import Path
 
 import pytest
-from tests.helpers.system import require_loop_support, require_root, require_tools
+from tests.helpers.system import (
+    require_lab_device,
+    require_root,
+)
 
 slow = pytest.mark.slow
 root = pytest.mark.root
@@ -31,14 +32,7 @@ TIMEOUT_S = 300
 
 def _require_lab() -> None:
     require_root()
-    require_loop_support()
-    require_tools("losetup", "fio")
-    if not Path("/dev/fuse").exists():
-        pytest.skip("needs /dev/fuse (modprobe fuse); CI has it")
-    if not ctypes.util.find_library("fuse3"):
-        pytest.skip("needs libfuse3 (package fuse3; scripts/ensure-system-tools.sh)")
-    if importlib.util.find_spec("mfusepy") is None:
-        pytest.skip("needs the mfusepy package (pip install -e .)")
+    require_lab_device()
 
 
 def _iogauge() -> Path:

@@ -19,6 +19,8 @@ Typical use::
 from __future__ import annotations
 
 import contextlib
+import ctypes.util
+import importlib.util
 import os
 import shutil
 import signal
@@ -58,6 +60,19 @@ def require_loop_support() -> None:
     if not Path("/dev/loop-control").exists():
         pytest.skip("needs loop device support: /dev/loop-control is missing "
                     "(modprobe loop)")
+
+
+def require_lab_device() -> None:
+    """Skip unless the lab's emulated block device can be made here (root aside): loop
+    devices, losetup and fio, /dev/fuse, libfuse3 and the mfusepy package."""
+    require_loop_support()
+    require_tools("losetup", "fio")
+    if not Path("/dev/fuse").exists():
+        pytest.skip("needs /dev/fuse (modprobe fuse); CI has it")
+    if not ctypes.util.find_library("fuse3"):
+        pytest.skip("needs libfuse3 (package fuse3; scripts/ensure-system-tools.sh)")
+    if importlib.util.find_spec("mfusepy") is None:
+        pytest.skip("needs the mfusepy package (pip install -e .)")
 
 
 def iogauge_exe() -> Path:
