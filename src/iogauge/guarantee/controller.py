@@ -226,7 +226,7 @@ class Controller:
         if cap is None:
             return
         x = (self.cfg.paper.x_initial_pct if self.cfg.policy == "paper"
-             else self.cfg.adaptive.x_max_pct) / 100
+             else self.cfg.adaptive.x_top_pct(t.device_parallel)) / 100
         need = t.floor_iops + 2 * t.b_min_iops * len(t.throttled)
         if need > cap * x:
             msg = (f"infeasible floor: A's floors total {t.floor_iops:g} IOPS (+ B's minimum "

@@ -535,7 +535,7 @@ def run_variant(profile: ModelProfile, ev: PaperEvaluation, phases: Sequence[Sca
     # Both policies start from their own initial X (the adaptive one reports none while it
     # warms up): the first X it reports is not a change.
     x_prev: float = (PaperParams().x_initial_pct if v.policy == "paper"
-                     else AdaptiveParams().x_max_pct)
+                     else AdaptiveParams().x_top_pct(parallel=False))
     changes: list[XChange] = []
     for t, d in zip(t_end, decisions, strict=True):
         moved = d.x_pct is not None and abs(d.x_pct - x_prev) > 1e-9

@@ -177,9 +177,10 @@ def test_util_mode_settles_at_the_target_on_a_linear_device() -> None:
     assert ds[0].state == "warmup" and ds[1].state == "protect"
     last = plant.history[-1]
     assert last.groups["A"].iops == pytest.approx(120)
-    # B gets X·cap - floor, with X recovered to 2 points under where A was hurt (90 %).
-    assert ds[-1].x_pct == pytest.approx(88.0)
-    assert last.groups["B"].iops == pytest.approx(0.88 * 400 - 100, abs=8)
+    # B gets X·cap - floor, with X recovered to 2 points under where A was hurt (the
+    # initial X, x_max_pct = 95 %).
+    assert ds[-1].x_pct == pytest.approx(93.0)
+    assert last.groups["B"].iops == pytest.approx(0.93 * 400 - 100, abs=8)
 
 
 # ---- separate read and write limits -------------------------------------------------------

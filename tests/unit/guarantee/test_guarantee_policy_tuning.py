@@ -13,6 +13,7 @@ from cgroup_fixtures import SYSFS
 from iogauge.guarantee.config import GuaranteeConfig, ProtectSpec
 from iogauge.guarantee.controller import KERNEL_LIMIT_GRID_IOPS, Controller
 from iogauge.guarantee.policy import (
+    AdaptiveParams,
     AdaptivePolicy,
     GroupLimit,
     GroupObservation,
@@ -22,6 +23,9 @@ from iogauge.guarantee.policy import (
     _UtilCosts,
     grid_targets,
 )
+
+#: Tests whose numbers are worked out for X = 90 % (the default x_max_pct is 95 %).
+X90 = AdaptiveParams(x_max_pct=90.0)
 
 
 def _obs(a: float = 50.0, b: float = 50.0, util: float = 90.0) -> Observation:
@@ -97,7 +101,7 @@ def test_adaptive_moves_on_the_grid_and_reaches_the_next_point() -> None:
 
 
 def test_a_direction_raised_to_the_grid_does_not_count_as_slack() -> None:
-    policy = AdaptivePolicy(Targets({"A": 5.0}, ("B",), limit_grid_iops=10))
+    policy = AdaptivePolicy(Targets({"A": 5.0}, ("B",), limit_grid_iops=10), X90)
     # 55 IOPS at 82.5 % busy: 1.5 %/IOPS; B's share 0.90 - 5 x 0.015 = 0.825 = 55 IOPS, at
     # B's 80:20 mix 44 + 11 -> reads bind at 40, writes raised to 20.
     obs = Observation(1.0, 82.5, 45.0, 10.0, {"A": GroupObservation(5.0, 0.0),
@@ -119,6 +123,56 @@ def test_a_direction_raised_to_the_grid_does_not_count_as_slack() -> None:
     # 0.8 + 0.3 x (0.8696 - 0.8) = 0.8209, then 0.8355 ...
     assert shares[0] == pytest.approx(0.8 + 0.3 * (40 / 46 - 0.8))
     assert all(a < b < 40 / 46 for a, b in itertools.pairwise(shares))
+
+
+def _held_b(policy: AdaptivePolicy, *, a: float = 5.0, used: float = 1.0) -> Observation:
+    """A reads ``a``/s; B reads ``used`` x its current read limit (held there when 1) and
+    writes nothing; 2 % busy per IOPS."""
+    lim = policy.groups["B"].limit.riops
+    b = 40.0 if lim is None else used * lim
+    return Observation(1.0, 2.0 * (a + b), a + b, 0.0, {"A": GroupObservation(a, 0.0),
+                                                       "B": GroupObservation(b, 0.0)})
+
+
+def _run(policy: AdaptivePolicy, n: int, **kw: float) -> list[int | None]:
+    return [policy.step(_held_b(policy, **kw)).limits["B"].riops for _ in range(n)]
+
+
+def test_adaptive_dithers_a_held_limit_between_grid_points() -> None:
+    # X 90 %, 2 %/IOPS; B's share 0.90 - 5 x 0.02 = 0.80 = 40 IOPS; B reads only, so reads
+    # get 90 % (min_share keeps 10 % for writes): 36 reads/s, 4 writes/s. On the grid 36 is 30;
+    # held there, B alternates 30 and 40 so that it gets 36 on average: the carry goes
+    # 6 -> 2 -> 8 -> 4 -> 0, the limits 30, 40, 30, 40, 40, then again.
+    policy = AdaptivePolicy(Targets({"A": 5.0}, ("B",), limit_grid_iops=10), X90)
+    assert _run(policy, 2) == [None, 30]  # warm-up, then on the grid
+    limits = _run(policy, 10)
+    assert limits == [30, 40, 30, 40, 40] * 2
+    assert sum(limits) / len(limits) == pytest.approx(36.0)
+    assert policy.groups["B"].limit.wiops == 4  # writes: under half a step, not dithered
+
+
+def test_adaptive_dithers_only_a_held_limit_with_a_and_the_device_fine() -> None:
+    # B using 80 % of its limit is held by its own demand: nothing to make up.
+    policy = AdaptivePolicy(Targets({"A": 5.0}, ("B",), limit_grid_iops=10), X90)
+    _run(policy, 2)
+    assert _run(policy, 4, used=0.8) == [30] * 4
+    assert policy.groups["B"].carry_r == 0.0
+    # Off by parameter, or without a grid: the floored limit (or the exact one) stays.
+    off = AdaptivePolicy(Targets({"A": 5.0}, ("B",), limit_grid_iops=10),
+                         AdaptiveParams(x_max_pct=90.0, grid_dither=False))
+    assert _run(off, 8)[1:] == [30] * 7
+    exact = AdaptivePolicy(Targets({"A": 5.0}, ("B",)), X90)
+    assert _run(exact, 8)[1:] == [36] * 7
+    # A miss (A at 3 of 5 with the device congested) drops the carry and cuts B at once.
+    policy = AdaptivePolicy(Targets({"A": 5.0}, ("B",), limit_grid_iops=10), X90)
+    _run(policy, 4)
+    assert policy.groups["B"].carry_r > 0
+    lim = policy.groups["B"].limit.riops
+    assert lim is not None
+    d = policy.step(Observation(1.0, 100.0, 3.0 + lim, 0.0, {
+        "A": GroupObservation(3.0, 0.0, demand_iops=5.0), "B": GroupObservation(lim, 0.0)}))
+    assert d.state == "protect" and policy.groups["B"].carry_r == 0.0
+    assert d.limits["B"].riops is not None and d.limits["B"].riops < lim
 
 
 def test_controller_writes_limits_on_the_kernels_grid(tmp_path: Path, v1_root: Path,
@@ -152,24 +206,24 @@ def test_a_nearly_idle_interval_barely_moves_the_cost() -> None:
 def test_a_lower_floor_gives_b_its_new_room_in_one_decision() -> None:
     policy = AdaptivePolicy(Targets({"A": 50.0}, ("B",)))
     assert policy.step(_obs()).state == "warmup"  # 1 of warmup_intervals = 2
-    # Cost 0.9 %/IOPS; B's share X - A = 0.90 - 50 x 0.009 = 0.45; B reads only, so 90 % of
-    # it for reads: 0.405 / 0.009 = 45, writes 0.045 / 0.009 = 5.
-    assert policy.step(_obs()).limits["B"] == GroupLimit(45, 5)
+    # Cost 0.9 %/IOPS; B's share X - A = 0.95 - 50 x 0.009 = 0.50; B reads only, so 90 % of
+    # it for reads: 0.45 / 0.009 = 50, writes 0.05 / 0.009 = 5.6 -> 5.
+    assert policy.step(_obs()).limits["B"] == GroupLimit(50, 5)
     policy.set_floors({"A": 5.0})
-    # 0.90 - 5 x 0.009 = 0.855: reads 0.7695 / 0.009 = 85.5 -> 85, writes 9.5 -> 9, in one
-    # decision -- past the 25 % step bound (45 -> at most 57).
+    # 0.95 - 5 x 0.009 = 0.905: reads 0.8145 / 0.009 = 90.5 -> 90, writes 10.06 -> 10, in
+    # one decision -- past the 25 % step bound (50 -> at most 63).
     d = policy.step(_obs())
-    assert d.limits["B"] == GroupLimit(85, 9)
+    assert d.limits["B"] == GroupLimit(90, 10)
     assert "floors changed" in d.reason
     # Afterwards the bounds apply again: nothing left to move, the limits hold.
-    assert policy.step(_obs()).limits["B"] == GroupLimit(85, 9)
+    assert policy.step(_obs()).limits["B"] == GroupLimit(90, 10)
 
 
 def test_a_higher_floor_cuts_b_in_one_decision() -> None:
     policy = AdaptivePolicy(Targets({"A": 5.0}, ("B",)))
     policy.step(_obs())
-    assert policy.step(_obs()).limits["B"] == GroupLimit(85, 9)
+    assert policy.step(_obs()).limits["B"] == GroupLimit(90, 10)
     policy.set_floors({"A": 80.0})
-    # 0.90 - 80 x 0.009 = 0.18: reads 0.162 / 0.009 = 18, writes 2 -- past the 50 % step
-    # bound (85 -> at least 42).
-    assert policy.step(_obs()).limits["B"] == GroupLimit(18, 2)
+    # 0.95 - 80 x 0.009 = 0.23: reads 0.207 / 0.009 = 23, writes 2.6 -> 2 -- past the 50 %
+    # step bound (90 -> at least 45).
+    assert policy.step(_obs()).limits["B"] == GroupLimit(23, 2)
