@@ -293,6 +293,14 @@ def test_subsecond_samples_consistent_with_one_second(loaded: Loaded, iogauge_bi
     samples inside it are summed, the two at its edges pro rata of their overlap. Counts
     and kB must agree within 3 %, the count-weighted awaits, aqu-sz and %util within 5 %.
     Each 0.1 s sample must also hold whole numbers of I/Os, sectors and milliseconds.
+
+    The pro-rata split assumes I/O spread evenly over an edge sample, but the throttled
+    load completes in bursts (blk-throttle dispatches per 100 ms slice), so an edge sample's
+    share can be off by up to its whole content (seen once in CI: r, w, kB and aqu-sz all
+    ~5 % low in one window, the others exact). A count, kB or queue total that misses the
+    pro-rata tolerance therefore passes if it lies between what the window holds with the
+    edge samples left out and with them counted in full (each bound widened by the same
+    tolerance): nothing but the edges' placement is given that slack.
     """
     dev = loaded.dev.name
     fast = _iogauge(iogauge_bin, dev, 0.1, 90)
@@ -336,6 +344,8 @@ def test_subsecond_samples_consistent_with_one_second(loaded: Loaded, iogauge_bi
                 "rticks": v["r_await_ms"] * r, "wticks": v["w_await_ms"] * w,
                 "queue_ms": v["aqu_sz"] * dt * 1000, "busy_ms": v["util_pct"] * dt * 10}
 
+    #: Totals of whole intervals (bounded by the edge samples); the others are ratios.
+    additive = {"r_count", "w_count", "r_kB", "w_kB", "aqu_sz"}
     derived: dict[str, Callable[[dict[str, float], float], float]] = {
         "r_count": lambda t, _dt: t["r"], "w_count": lambda t, _dt: t["w"],
         "r_kB": lambda t, _dt: t["rkB"], "w_kB": lambda t, _dt: t["wkB"],
@@ -353,10 +363,13 @@ def test_subsecond_samples_consistent_with_one_second(loaded: Loaded, iogauge_bi
         if not inside or inside[0][0] > a + 1e-3 or inside[-1][1] < b - 1e-3:
             continue  # not fully covered by the 0.1 s process (start-up or end)
         total: dict[str, float] = dict.fromkeys(extensive(inside[0][2]), 0.0)
+        lo, hi = dict(total), dict(total)  # edges left out / counted in full
         for fa, fb, fv in inside:
             share = _overlap(fa, fb, a, b) / (fb - fa)
             for k, x in extensive(fv).items():
                 total[k] += x * share
+                lo[k] += x if share >= 1 - 1e-9 else 0.0
+                hi[k] += x
         dt = b - a
         one_s = extensive(sv)
         compared += 1
@@ -364,7 +377,12 @@ def test_subsecond_samples_consistent_with_one_second(loaded: Loaded, iogauge_bi
         for name, fn in derived.items():
             mine, ref = fn(total, dt), fn(one_s, dt)
             ok = abs(mine - ref) <= tol[name] * abs(ref) + 1e-9
-            cells.append(f"{name} {mine:.2f}/{ref:.2f}{'' if ok else ' FAIL'}")
+            edge = ""
+            if not ok and name in additive:
+                low, high = fn(lo, dt), fn(hi, dt)
+                ok = low * (1 - tol[name]) - 1e-9 <= ref <= high * (1 + tol[name]) + 1e-9
+                edge = f" (edges: {low:.2f}-{high:.2f})"
+            cells.append(f"{name} {mine:.2f}/{ref:.2f}{edge}{'' if ok else ' FAIL'}")
             if not ok:
                 failures.append(f"window ending {b:.3f}: {name} sum of 0.1 s = {mine:.3f}, "
                                 f"1 s = {ref:.3f}")
