@@ -13,9 +13,13 @@ vs backup; A's floor stepping up then down while B keeps loading), time-compress
 
 and prints per evaluation: the share of 1 s intervals in which A got >= 95 % of its floor
 (all, and after convergence), the convergence time after each phase change (goal <= 15 s),
-B's throughput against an oracle (goal >= 90 %) and against the baseline, and limit changes
-per minute. Every definition, the scaling of the paper's targets to this device and the
-oracle's formula are in :mod:`iogauge.lab.guarantee_eval`'s docstring (and
+B's throughput against an oracle static limit (goal >= 90 %) and against the baseline, and
+limit changes per minute. The oracle is measured: per phase mix, static limits on B are tried
+(bisection, 20 s each after a warm-up) and the best one with A at its floor in >= 95 % of the
+intervals is what B is compared with (``B/stat``); ``B/orc`` compares with the calibrated
+upper bound ``C - a`` (the capacity at 100 % busy beyond A's floor) and ``B/grid`` with that
+bound on the kernel's limit grid. Every definition, the scaling of the paper's targets to
+this device and the oracle's formula are in :mod:`iogauge.lab.guarantee_eval`'s docstring (and
 benchmarks/README.md).
 
 Usage (root; the cgroup v1 blkio hierarchy with throttling, fio, fuse3)::
@@ -81,7 +85,8 @@ def _progress(run: RunResult) -> None:
     conv = ", ".join("never" if s is None else f"{s:.0f} s" for s in m.settle_s)
     _say(f"  eval {run.evaluation} {run.controller}: A met {m.a_met_share:.0%} (after "
          f"convergence {m.a_met_after_share:.0%}), convergence {conv}, B {m.b_iops:.1f} IOPS "
-         f"= {m.b_vs_oracle:.0%} of the oracle, {m.limit_changes_per_min:.1f} limit changes/min"
+         f"= {m.b_vs_static_oracle:.0%} of the static oracle ({m.b_vs_oracle:.0%} of the bound), "
+         f"{m.limit_changes_per_min:.1f} limit changes/min"
          f" ({run.wall_s:.0f} s)")
 
 
@@ -95,13 +100,18 @@ def _verdicts(res: EvalResult) -> list[str]:
         conv = [s for s in m.settle_s[1:] if s is not None]
         conv_ok = not m.unsettled and all(s <= CONVERGENCE_GOAL_S for s in conv)
         met_ok = not math.isnan(m.a_met_after_share) and m.a_met_after_share >= A_MET_GOAL
-        b_ok = m.b_vs_oracle >= B_ORACLE_GOAL
+        # The issue's oracle is a static limit: the best one found by trying, when searched;
+        # else the calibrated bound (which no static limit reaches: an upper bound).
+        searched = not math.isnan(m.b_vs_static_oracle)
+        b_vs = m.b_vs_static_oracle if searched else m.b_vs_oracle
+        b_ok = b_vs >= B_ORACLE_GOAL
         out.append(f"eval {r.evaluation} adaptive: A met after convergence "
                    f"{m.a_met_after_share:.0%} ({'meets' if met_ok else 'MISSES'} >= "
                    f"{A_MET_GOAL:.0%}), convergence after each step "
                    f"{'<= ' if conv_ok else 'NOT all <= '}{CONVERGENCE_GOAL_S:g} s, B "
-                   f"{m.b_vs_oracle:.0%} of the oracle ({'meets' if b_ok else 'MISSES'} >= "
-                   f"{B_ORACLE_GOAL:.0%})")
+                   f"{b_vs:.0%} of the {'static oracle' if searched else 'oracle bound'} "
+                   f"({'meets' if b_ok else 'MISSES'} >= {B_ORACLE_GOAL:.0%}; "
+                   f"{m.b_vs_oracle:.0%} of the bound)")
     return out
 
 
@@ -159,8 +169,9 @@ def main() -> int:
     print()
     print("A met: intervals with A >= 95 % of its floor (after: from each phase's convergence "
           "on); conv k: seconds from phase k's start until A stays at its floor; B/orc: B's "
-          "IOPS / the oracle's; B/base: / no-control's; chg/min: intervals with a new B limit "
-          "per minute")
+          "IOPS / the calibrated bound C - a; B/grid: / that bound on the kernel's grid; "
+          "B/stat: / what the best static limit tried left B; B/base: / no-control's; "
+          "chg/min: intervals with a new B limit per minute")
     print(results_table(res))
     for line in _verdicts(res):
         print(line)

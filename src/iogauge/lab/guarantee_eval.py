@@ -37,6 +37,17 @@ block device (:func:`iogauge.lab.device.create_device`), and measures every ``in
   ``max(R/m, W/(1-m))`` with ``R``, ``W`` the largest enforceable rates under ``oracle·m``
   and ``oracle·(1-m)``. At HDD rates a 50:50 backup B with an oracle of 35 IOPS gets 20
   (10 + 10: 20 + 20 would be 40), whatever the controller.
+* **B vs the static oracle** (``B/stat``, the issue's "what an oracle static limit leaves
+  it"): the static limit is *found by trying*, not computed. Per phase mix, B runs under one
+  static limit at a time (:func:`static_limit_candidates`: one per rate the kernel enforces,
+  placed on its grid as the controllers place theirs) for ``oracle_search_s`` after a
+  warm-up, and the largest limit with A at its floor in at least 95 % of the intervals wins
+  (:func:`search_static_oracle`: bisection from the candidate nearest the bound above, so
+  ~4 tries a mix); what B did under it is the oracle. A mix whose bound is B's whole demand
+  is tried first without a limit. The bound is what the device can do at 100 % busy; a
+  static limit that keeps A at its floor leaves less, because with B paced by the throttle
+  the device serves A's and B's requests interleaved (seeks between the two partitions)
+  instead of in B's runs as in the unthrottled calibration.
 * **Limit changes per minute**: intervals in which B's read or write limit (read back from
   ``blkio.throttle.*_iops_device``) differs from the previous interval's.
 
@@ -321,6 +332,7 @@ class PhaseMetrics:
         oracle_b_iops: the oracle's B for the phase.
         util_pct: mean %util.
         grid_oracle_b_iops: the kernel's oracle (limits on blk-throttle's grid).
+        static_oracle_b_iops: what the best static limit found by trying left B.
     """
 
     a_floor_iops: float
@@ -333,6 +345,7 @@ class PhaseMetrics:
     oracle_b_iops: float
     util_pct: float
     grid_oracle_b_iops: float = math.nan
+    static_oracle_b_iops: float = math.nan
 
 
 @dataclass
@@ -351,6 +364,8 @@ class RunMetrics:
         limit_changes_per_min: intervals with a changed B limit per minute of run.
         phases: per-phase details.
         b_vs_grid_oracle: B against the kernel's oracle (NaN when none was given).
+        b_vs_static_oracle: B against what the best static limit, found by trying, left B
+            (NaN when not searched).
     """
 
     a_met_share: float
@@ -363,6 +378,7 @@ class RunMetrics:
     limit_changes_per_min: float
     phases: list[PhaseMetrics]
     b_vs_grid_oracle: float = math.nan
+    b_vs_static_oracle: float = math.nan
 
 
 @dataclass
@@ -401,7 +417,8 @@ def phase_of(t_end_s: F64, dt_s: F64, phases: Sequence[ScaledPhase]) -> npt.NDAr
 
 def run_metrics(s: Samples, phases: Sequence[ScaledPhase], oracle: Sequence[float], *,
                 interval_s: float = 1.0, frac: float = A_MET_GOAL,
-                grid_oracle: Sequence[float] | None = None) -> RunMetrics:
+                grid_oracle: Sequence[float] | None = None,
+                static_oracle: Sequence[float] | None = None) -> RunMetrics:
     """The table's numbers for one run (see the module docstring for each)."""
     x = s.arrays()
     ph = phase_of(x["t_end_s"], x["dt_s"], phases)
@@ -410,7 +427,7 @@ def run_metrics(s: Samples, phases: Sequence[ScaledPhase], oracle: Sequence[floa
     met_after: list[bool] = []
     settles: list[float | None] = []
     unsettled: list[int] = []
-    b_done = b_oracle = b_grid = 0.0
+    b_done = b_oracle = b_grid = b_static = 0.0
     for k, p in enumerate(phases):
         sel = ph == k
         dt = x["dt_s"][sel]
@@ -429,12 +446,14 @@ def run_metrics(s: Samples, phases: Sequence[ScaledPhase], oracle: Sequence[floa
         b_iops = float(x["b_ios"][sel].sum() / span) if span > 0 else math.nan
         util = float((x["util_pct"][sel] * dt).sum() / span) if span > 0 else math.nan
         g_k = math.nan if grid_oracle is None else float(grid_oracle[k])
+        s_k = math.nan if static_oracle is None else float(static_oracle[k])
         out.append(PhaseMetrics(p.a_floor_iops, p.b_demand_iops, int(sel.sum()),
                                 float(met.mean()) if met.size else math.nan,
-                                settles[-1], a_iops, b_iops, float(oracle[k]), util, g_k))
+                                settles[-1], a_iops, b_iops, float(oracle[k]), util, g_k, s_k))
         b_done += float(x["b_ios"][sel].sum())
         b_oracle += float(oracle[k]) * span
         b_grid += g_k * span
+        b_static += s_k * span
     total_s = float(x["dt_s"][ph >= 0].sum())
     lim = np.stack([x["b_riops"], x["b_wiops"]], axis=1)
     prev = np.vstack([np.full((1, 2), np.nan), lim[:-1]]) if len(lim) else lim
@@ -448,7 +467,8 @@ def run_metrics(s: Samples, phases: Sequence[ScaledPhase], oracle: Sequence[floa
         oracle_b_iops=b_oracle / total_s if total_s > 0 else math.nan,
         b_vs_oracle=b_done / b_oracle if b_oracle > 0 else math.nan,
         limit_changes_per_min=changes / (total_s / 60.0) if total_s > 0 else math.nan,
-        phases=out, b_vs_grid_oracle=b_done / b_grid if b_grid > 0 else math.nan)
+        phases=out, b_vs_grid_oracle=b_done / b_grid if b_grid > 0 else math.nan,
+        b_vs_static_oracle=b_done / b_static if b_static > 0 else math.nan)
 
 
 # ---- configuration ------------------------------------------------------------------------
@@ -471,6 +491,9 @@ class EvalConfig:
         warmup_s: leading part of capacity and calibration runs left out.
         static_x: the static limit's target busy share of the phase-1 capacity.
         met_frac: A meets its floor at this share of it (0.95).
+        oracle_search_s: length of each try of the static-oracle search after its warm-up
+            (:func:`search_static_oracle`); 0: no search (B is compared with the
+            calibrated bound only).
         backing_dir: where the emulated device's sparse backing file goes.
     """
 
@@ -486,6 +509,7 @@ class EvalConfig:
     warmup_s: float = 3.0
     static_x: float = 0.90
     met_frac: float = A_MET_GOAL
+    oracle_search_s: float = 20.0
     backing_dir: str = "/var/tmp"  # noqa: S108 (the lab makes a fresh mkdtemp dir in it)
 
     def __post_init__(self) -> None:
@@ -504,7 +528,8 @@ class EvalConfig:
 
 #: A smoke check: 1.6 s per paper minute (phases of 8, 16 and 16 s: 40 s per run), short
 #: calibrations.
-QUICK = EvalConfig(seconds_per_minute=1.6, capacity_s=8.0, calibration_s=7.0, warmup_s=2.0)
+QUICK = EvalConfig(seconds_per_minute=1.6, capacity_s=8.0, calibration_s=7.0, warmup_s=2.0,
+                   oracle_search_s=0.0)
 
 
 # ---- the system part ----------------------------------------------------------------------
@@ -927,6 +952,11 @@ class PhaseCalibration:
         oracle_b_iops: ``min(B's demand, capacity - A's floor)``.
         grid_oracle_b_iops: the same on the kernel's limit grid, for B's read share (the
             oracle itself when it is B's whole demand: no limit is needed then).
+        static_oracle_b_iops: what the best static limit, found by trying them
+            (:func:`search_static_oracle`), left B; NaN when not searched.
+        static_oracle_limit: that limit (reads, writes per second; None: no limit needed).
+        static_oracle_tries: the limits tried, as (reads, writes or None, A's met share,
+            B's IOPS).
     """
 
     a_floor_iops: int
@@ -938,6 +968,10 @@ class PhaseCalibration:
     capacity_iops: float
     oracle_b_iops: float
     grid_oracle_b_iops: float = math.nan
+    static_oracle_b_iops: float = math.nan
+    static_oracle_limit: tuple[int, int] | None = None
+    static_oracle_tries: list[tuple[int | None, int | None, float, float]] = field(
+        default_factory=list)
 
 
 def calibrate_phases(dev: str, device_bytes: int, ev: Evaluation,
@@ -976,6 +1010,119 @@ def calibrate_phases(dev: str, device_bytes: int, ev: Evaluation,
             orc if orc >= p.b_demand_iops else
             grid_oracle_b_iops(orc, b_share, KERNEL_LIMIT_GRID_IOPS))
     return [cals[(p.a_floor_iops, p.b_demand_iops)] for p in phases]
+
+
+def static_limit_candidates(b_demand_iops: int, read_share: float,
+                            grid: int = KERNEL_LIMIT_GRID_IOPS,
+                            ) -> list[tuple[tuple[int, int] | None, float]]:
+    """Every static limit worth trying on B, as (limit, the IOPS B keeps under it), fewer
+    first: one limit per distinct enforced rate, each placed on the kernel's grid as the
+    controllers place theirs, then ``None`` (no limit: B's whole demand).
+
+    B keeps its mix m under a limit (its reads and writes are paced together), so it gets
+    ``min(demand, R/m, W/(1-m))`` with R, W the rates the kernel enforces.
+
+    >>> [(lim, round(b, 1)) for lim, b in static_limit_candidates(45, 0.5)][:4]
+    [((1, 1), 2.0), ((2, 2), 4.0), ((3, 3), 6.0), ((4, 4), 8.0)]
+    >>> [(lim, round(b, 1)) for lim, b in static_limit_candidates(45, 0.5)][-3:]
+    [((10, 10), 20.0), ((20, 20), 40.0), (None, 45.0)]
+    """
+    from iogauge.guarantee.policy import Targets, grid_targets  # noqa: PLC0415
+
+    t = Targets({"A": 1.0}, ("B",), limit_grid_iops=grid)
+
+    def enforced(x: int) -> float:
+        return float(x if grid <= 1 or x < grid else grid * (x // grid))
+
+    out: list[tuple[tuple[int, int] | None, float]] = []
+    seen: set[float] = set()
+    for total in range(2, b_demand_iops):
+        r, w = grid_targets(t, total * read_share, total * (1 - read_share))
+        lim = (max(1, math.floor(r + 1e-9)), max(1, math.floor(w + 1e-9)))
+        keeps = min(float(b_demand_iops),
+                    enforced(lim[0]) / read_share if read_share > 0 else math.inf,
+                    enforced(lim[1]) / (1 - read_share) if read_share < 1 else math.inf)
+        key = round(keeps, 6)
+        if key in seen or keeps >= b_demand_iops:
+            continue
+        seen.add(key)
+        out.append((lim, keeps))
+    out.sort(key=lambda c: c[1])
+    out.append((None, float(b_demand_iops)))
+    return out
+
+
+def largest_good(n: int, good: Callable[[int], bool], *, start: int = 0) -> int:
+    """The largest i in 0..n-1 with ``good(i)``, for a ``good`` that holds up to some index
+    and fails above it (-1: none), trying ``start`` first and then bisecting.
+
+    >>> tried = []
+    >>> largest_good(13, lambda i: tried.append(i) or i <= 9, start=8), tried
+    (9, [8, 10, 9])
+    >>> largest_good(4, lambda i: False, start=3), largest_good(4, lambda i: True, start=1)
+    (-1, 3)
+    """
+    lo, hi = -1, n  # largest known good, smallest known bad
+    i = min(max(start, 0), n - 1)
+    while hi - lo > 1:
+        if good(i):
+            lo = i
+        else:
+            hi = i
+        i = (lo + hi) // 2  # strictly between lo and hi while they are 2 or more apart
+    return lo
+
+
+def search_static_oracle(dev: str, device_bytes: int, ev: Evaluation, phase: ScaledPhase,
+                         cal: PhaseCalibration, cfg: EvalConfig, workdir: Path,
+                         say: Callable[[str], None] = lambda _m: None) -> None:
+    """Find, by trying them, the static limit on B that leaves B the most while A meets its
+    floor in at least ``A_MET_GOAL`` of the intervals; store it (and what it left B) in
+    ``cal``.
+
+    Each try holds the phase's mix (A at its floor, B at its demand under one static limit)
+    for ``warmup_s + oracle_search_s``; the intervals after the warm-up count. Limits are
+    bisected over :func:`static_limit_candidates`, starting from the one nearest the
+    calibrated bound (``cal.oracle_b_iops``; no limit at all when that is B's whole demand);
+    A's share of met intervals is taken to fall as B's limit rises. A bound of B's whole
+    demand is not taken on trust: with both groups at full load the device may still be
+    saturated and A short (evaluation 3's phase 2 without a limit: A short for 39 s), so it
+    is tried like any other.
+    """
+    m = phase.b_riops / phase.b_demand_iops
+    cands = static_limit_candidates(phase.b_demand_iops, m)
+    dur = cfg.warmup_s + cfg.oracle_search_s
+    sched = [replace(phase, start_s=0.0, duration_s=dur)]
+    slack = max(1, int(phase.a_riops > 0) + int(phase.a_wiops > 0))
+    results: dict[int, tuple[bool, float]] = {}
+
+    def attempt(i: int) -> bool:
+        lim = cands[i][0]
+        run = run_once(dev, device_bytes, ev, sched, "static" if lim else "no-control", cfg,
+                       workdir, f"e{ev.number}-orc{i}", static_limit=lim)
+        x = run.samples.arrays()
+        sel = x["t_end_s"] - x["dt_s"] >= cfg.warmup_s - 1e-6
+        span = float(x["dt_s"][sel].sum())
+        met = floor_met(x["a_ios"][sel], x["dt_s"][sel], phase.a_floor_iops,
+                        cfg.met_frac, slack)
+        share = float(met.mean()) if met.size else 0.0
+        b = float(x["b_ios"][sel].sum() / span) if span > 0 else math.nan
+        ok = share >= A_MET_GOAL
+        results[i] = (ok, b)
+        cal.static_oracle_tries.append((lim[0] if lim else None, lim[1] if lim else None,
+                                        share, b))
+        say(f"    static B <= {'none' if lim is None else f'r {lim[0]} w {lim[1]}'}: A met "
+            f"{share:.0%}, B {b:.1f} IOPS -> {'ok' if ok else 'A short'}")
+        return ok
+
+    lo = largest_good(len(cands), attempt, start=max(
+        (k for k, c in enumerate(cands) if c[1] <= cal.oracle_b_iops + 1e-9), default=0))
+    if lo < 0:  # not even the lowest limit kept A at its floor: B's oracle is that minimum
+        lo = 0
+        if 0 not in results:
+            attempt(0)
+    cal.static_oracle_limit = cands[lo][0]
+    cal.static_oracle_b_iops = results[lo][1]
 
 
 @dataclass
@@ -1069,8 +1216,20 @@ def run_evaluations(cfg: EvalConfig, *, say: Callable[[str], None] = lambda _m: 
                 say(f"  phase {k + 1}: unthrottled A {c.a_iops:.1f} B {c.b_iops:.1f} IOPS, "
                     f"%util {c.util_pct:.1f}, capacity {c.capacity_iops:.1f}, oracle B "
                     f"{c.oracle_b_iops:.1f} (on the kernel's grid {c.grid_oracle_b_iops:.1f})")
+            if cfg.oracle_search_s > 0:
+                done: set[int] = set()
+                for k, (p, c) in enumerate(zip(phases, cals, strict=True)):
+                    if id(c) in done:
+                        continue
+                    done.add(id(c))
+                    say(f"  phase {k + 1}: searching the best static limit on B")
+                    search_static_oracle(dev, device_bytes, ev, p, c, cfg, workdir, say)
+                    say(f"  phase {k + 1}: static oracle B {c.static_oracle_b_iops:.1f} IOPS "
+                        f"(limit {c.static_oracle_limit or 'none'}; bound "
+                        f"{c.oracle_b_iops:.1f})")
             oracle = [c.oracle_b_iops for c in cals]
             grid = [c.grid_oracle_b_iops for c in cals]
+            static_orc = [c.static_oracle_b_iops for c in cals]
             static = _static_limit(phases, cals[0].capacity_iops, read_share[ev.b_workload],
                                    cfg.static_x)
             for ctl in cfg.controllers:
@@ -1080,7 +1239,7 @@ def run_evaluations(cfg: EvalConfig, *, say: Callable[[str], None] = lambda _m: 
                                say=say)
                 run.metrics = run_metrics(run.samples, phases, oracle,
                                           interval_s=cfg.interval_s, frac=cfg.met_frac,
-                                          grid_oracle=grid)
+                                          grid_oracle=grid, static_oracle=static_orc)
                 res.runs.append(run)
                 if on_run is not None:
                     on_run(run)
@@ -1112,12 +1271,14 @@ def results_table(res: EvalResult) -> str:
         if cals:
             out.append("  oracle B per phase: " + ", ".join(
                 f"{c.oracle_b_iops:.1f} (C {c.capacity_iops:.1f}, grid "
-                f"{c.grid_oracle_b_iops:.0f})" for c in cals))
+                f"{c.grid_oracle_b_iops:.0f}, static {c.static_oracle_b_iops:.1f})"
+                for c in cals))
         base = res.run(e, "no-control")
         bm = base.metrics if base is not None else None
         hdr = (f"  {'controller':<11} {'A met':>6} {'after':>6} "
                + " ".join(f"{'conv ' + str(i + 1):>7}" for i in range(len(phases)))
-               + f" {'B IOPS':>7} {'B/orc':>6} {'B/grid':>6} {'B/base':>6} {'chg/min':>7}")
+               + f" {'B IOPS':>7} {'B/orc':>6} {'B/grid':>6} {'B/stat':>6} {'B/base':>6}"
+               f" {'chg/min':>7}")
         out.append(hdr)
         for c in res.config.controllers:
             r = res.run(e, c)
@@ -1128,8 +1289,8 @@ def results_table(res: EvalResult) -> str:
             out.append(f"  {c:<11} {_pct(m.a_met_share):>6} {_pct(m.a_met_after_share):>6} "
                        + " ".join(f"{_conv(s):>7}" for s in m.settle_s)
                        + f" {m.b_iops:>7.1f} {_pct(m.b_vs_oracle):>6} "
-                       f"{_pct(m.b_vs_grid_oracle):>6} {_pct(ratio):>6} "
-                       f"{m.limit_changes_per_min:>7.1f}")
+                       f"{_pct(m.b_vs_grid_oracle):>6} {_pct(m.b_vs_static_oracle):>6} "
+                       f"{_pct(ratio):>6} {m.limit_changes_per_min:>7.1f}")
         out.append("")
     return "\n".join(out)
 
@@ -1146,13 +1307,14 @@ def results_markdown(res: EvalResult) -> str:
         out.append(f"**{ev.title}** — phases (A floor / B demand IOPS, seconds): " + ", ".join(
             f"{p.a_floor_iops} / {p.b_demand_iops}, {p.duration_s:g} s" for p in phases)
             + "; oracle B per phase: " + ", ".join(
-                f"{c.oracle_b_iops:.1f} (kernel grid {c.grid_oracle_b_iops:.0f})" for c in cals))
+                f"{c.oracle_b_iops:.1f} (kernel grid {c.grid_oracle_b_iops:.0f}, best static "
+                f"limit tried {c.static_oracle_b_iops:.1f})" for c in cals))
         out.append("")
         out.append("| controller | A met | A met after conv. | "
                    + " | ".join(f"conv. {i + 1}" for i in range(len(phases)))
-                   + " | B IOPS | B / oracle | B / kernel-grid oracle | B / no-control | "
-                   "limit changes/min |")
-        out.append("|---" * (8 + len(phases)) + "|")
+                   + " | B IOPS | B / oracle | B / kernel-grid oracle | B / static oracle | "
+                   "B / no-control | limit changes/min |")
+        out.append("|---" * (9 + len(phases)) + "|")
         base = res.run(e, "no-control")
         bm = base.metrics if base is not None else None
         for c in res.config.controllers:
@@ -1164,8 +1326,8 @@ def results_markdown(res: EvalResult) -> str:
             out.append(f"| {c} | {_pct(m.a_met_share)} | {_pct(m.a_met_after_share)} | "
                        + " | ".join(_conv(s) for s in m.settle_s)
                        + f" | {m.b_iops:.1f} | {_pct(m.b_vs_oracle)} | "
-                       f"{_pct(m.b_vs_grid_oracle)} | {_pct(ratio)} | "
-                       f"{m.limit_changes_per_min:.1f} |")
+                       f"{_pct(m.b_vs_grid_oracle)} | {_pct(m.b_vs_static_oracle)} | "
+                       f"{_pct(ratio)} | {m.limit_changes_per_min:.1f} |")
         out.append("")
     return "\n".join(out)
 
@@ -1176,8 +1338,9 @@ __all__ = [
     "EvalConfig", "EvalError", "EvalResult", "Evaluation", "FioJob", "Phase",
     "PhaseCalibration", "PhaseMetrics", "RunMetrics", "RunResult", "Samples", "ScaledPhase",
     "calibrate_phases", "cgroup_pair", "fio_text", "floor_met", "grid_oracle_b_iops",
-    "leftover_cgroups",
+    "largest_good", "leftover_cgroups",
     "measure_capacity", "oracle_b_iops", "paced", "phase_of", "preflight", "remove_cgroup",
     "results_markdown", "results_table", "run_evaluations", "run_metrics", "run_once",
-    "scale_schedule", "settle_index", "split_rate",
+    "scale_schedule", "search_static_oracle", "settle_index", "split_rate",
+    "static_limit_candidates",
 ]

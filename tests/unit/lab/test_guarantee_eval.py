@@ -220,3 +220,93 @@ def test_run_metrics_against_the_grid_oracle() -> None:
     assert m.b_vs_grid_oracle == pytest.approx(1.0)
     assert [p.grid_oracle_b_iops for p in m.phases] == [20.0, 20.0]
     assert math.isnan(ge.run_metrics(s, _two_phases(), [40.0, 20.0]).b_vs_grid_oracle)
+
+
+# ---- the static oracle, found by trying limits ----------------------------------------------
+
+def test_static_limit_candidates_cover_each_enforced_rate_once() -> None:
+    # B 95 IOPS at 80 % reads: below the grid every whole read limit is its own rate (1 read
+    # keeps B at 1.25 IOPS), on it the reads bind in steps of 10 (12.5 IOPS of B) and the
+    # writes are raised to the next step; last, no limit (B's whole demand).
+    c = ge.static_limit_candidates(95, 0.8)
+    assert c[:3] == [((1, 1), 1.25), ((2, 1), 2.5), ((3, 1), 3.75)]
+    assert c[-4:] == [((50, 20), 62.5), ((60, 20), 75.0), ((70, 20), 87.5), (None, 95.0)]
+    keeps = [k for _lim, k in c]
+    assert keeps == sorted(set(keeps))
+    # A 50:50 B: both directions bind together, in steps of 20 IOPS of B on the grid.
+    assert ge.static_limit_candidates(45, 0.5)[-3:] == [((10, 10), 20.0), ((20, 20), 40.0),
+                                                        (None, 45.0)]
+
+
+@pytest.mark.parametrize(("n", "last_good", "start"), [
+    (13, 9, 8), (13, 9, 12), (13, 12, 3), (13, -1, 5), (1, 0, 0), (1, -1, 0), (5, 0, 4)])
+def test_largest_good_bisects_from_the_start(n: int, last_good: int, start: int) -> None:
+    tried: list[int] = []
+
+    def good(i: int) -> bool:
+        tried.append(i)
+        return i <= last_good
+
+    assert ge.largest_good(n, good, start=start) == last_good
+    assert tried[0] == start and len(tried) == len(set(tried))
+    assert len(tried) <= 1 + math.ceil(math.log2(n + 1))
+
+
+def test_search_static_oracle_keeps_the_best_limit_that_meets_a(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    # A device on which A (floor 20, reads only) is met while B gets at most 40 IOPS: the
+    # search must settle on the candidate that keeps B at 37.5 (reads 30, writes 10) and
+    # report what B did under it.
+    phase = ge.ScaledPhase(20, 20, 0, 95, 76, 19, 0.0, 40.0)
+    cal = ge.PhaseCalibration(20, 95, 100.0, 90.0, 20.0, 70.0, 90.0, 70.0)
+    cfg = ge.EvalConfig(warmup_s=2.0, oracle_search_s=6.0)
+    limits: list[tuple[int, int] | None] = []
+
+    def fake_run_once(_dev: str, _bytes: int, _ev: ge.Evaluation,
+                      sched: list[ge.ScaledPhase], controller: str, _cfg: ge.EvalConfig,
+                      _wd: Path, _tag: str, *, static_limit: tuple[int, int] | None = None,
+                      **_kw: object) -> ge.RunResult:
+        assert sched[0].duration_s == 8.0 and sched[0].a_floor_iops == 20
+        assert controller == ("static" if static_limit else "no-control")
+        limits.append(static_limit)
+        b = 95.0 if static_limit is None else min(95.0, static_limit[0] / 0.8,
+                                                  static_limit[1] / 0.2)
+        s = ge.Samples()
+        s.t_end_s = [float(k) for k in range(1, 9)]
+        s.dt_s = [1.0] * 8
+        s.a_ios = [20.0 if b <= 40 else 12.0] * 8
+        s.b_ios = [b] * 8
+        return ge.RunResult(1, controller, sched, static_limit, s)
+
+    monkeypatch.setattr(ge, "run_once", fake_run_once)
+    ge.search_static_oracle("/dev/null", 1, ge.PAPER_EVALUATIONS[2], phase, cal, cfg,
+                            tmp_path)
+    assert cal.static_oracle_limit == (30, 10)
+    assert cal.static_oracle_b_iops == pytest.approx(37.5)
+    # The first try is the candidate nearest the calibrated bound (70: reads 50, writes 20).
+    assert limits[0] == (50, 20) and len(limits) <= 5
+    assert [t[:2] for t in cal.static_oracle_tries] == [lim for lim in limits if lim]
+    # A phase whose bound is B's whole demand is tried without a limit first; here A is
+    # short then (B 60 > 40), so the search goes down to the same 37.5.
+    free = ge.PhaseCalibration(20, 60, 70.0, 65.0, 20.0, 60.0, 93.0, 60.0)
+    limits.clear()
+    ge.search_static_oracle("/dev/null", 1, ge.PAPER_EVALUATIONS[2],
+                            ge.ScaledPhase(20, 20, 0, 60, 48, 12, 0.0, 40.0), free, cfg,
+                            tmp_path)
+    assert limits[0] is None and free.static_oracle_limit == (30, 10)
+    assert free.static_oracle_b_iops == pytest.approx(37.5)
+
+
+def test_run_metrics_against_the_static_oracle() -> None:
+    s = ge.Samples()
+    s.t_end_s = [float(k) for k in range(1, 11)]
+    s.dt_s = [1.0] * 10
+    s.a_ios = [10.0] * 5 + [20.0] * 5
+    s.b_ios = [30.0] * 5 + [10.0] * 5
+    s.util_pct = s.dev_iops = [50.0] * 10
+    s.b_riops = s.b_wiops = [math.nan] * 10
+    # B 200 I/Os; the static oracle left 36 then 14 IOPS: 250 -> 80 %.
+    m = ge.run_metrics(s, _two_phases(), [40.0, 20.0], static_oracle=[36.0, 14.0])
+    assert m.b_vs_static_oracle == pytest.approx(0.8)
+    assert m.phases[1].static_oracle_b_iops == 14.0
+    assert math.isnan(ge.run_metrics(s, _two_phases(), [40.0, 20.0]).b_vs_static_oracle)
