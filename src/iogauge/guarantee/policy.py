@@ -333,8 +333,8 @@ class AdaptiveParams:
         x_max_pct: util mode: highest target busy rate -- seed 004 §4's initial X (95 %).
             The paper keeps X under the knee because nothing else protects A; here A's
             delivered IOPS close the loop (a miss lowers X and remembers where), and on the
-            lab's emulated HDD 95 % gave B 5 points more of the oracle than 90 % with A at
-            its floor in every interval (docs/guarantee.md).
+            lab's emulated HDD 95 % gave B 3-5 points more of the calibrated bound than 90 %,
+            A at its floor in every interval (one run each; docs/guarantee.md).
         x_max_latency_pct: latency mode: highest share of the estimated knee capacity.
         x_min_pct: lowest target busy rate A-misses can push the target to.
         miss_tolerance: A delivering at least ``floor·(1 - miss_tolerance)`` has met it.

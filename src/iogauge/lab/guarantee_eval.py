@@ -524,6 +524,8 @@ class EvalConfig:
             raise ValueError("seconds_per_minute must be > 0 and interval_s >= 0.1")
         if self.warmup_s >= min(self.capacity_s, self.calibration_s):
             raise ValueError("warmup_s must be shorter than the capacity and calibration runs")
+        if not self.oracle_search_s >= 0:
+            raise ValueError("oracle_search_s must be >= 0 (0: no static-oracle search)")
 
 
 #: A smoke check: 1.6 s per paper minute (phases of 8, 16 and 16 s: 40 s per run), short

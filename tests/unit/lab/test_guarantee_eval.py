@@ -297,6 +297,12 @@ def test_search_static_oracle_keeps_the_best_limit_that_meets_a(
     assert free.static_oracle_b_iops == pytest.approx(37.5)
 
 
+def test_config_refuses_a_negative_oracle_search() -> None:
+    with pytest.raises(ValueError, match="oracle_search_s"):
+        ge.EvalConfig(oracle_search_s=-1.0)
+    assert ge.QUICK.oracle_search_s == 0.0 and ge.EvalConfig().oracle_search_s == 20.0
+
+
 def test_run_metrics_against_the_static_oracle() -> None:
     s = ge.Samples()
     s.t_end_s = [float(k) for k in range(1, 11)]
