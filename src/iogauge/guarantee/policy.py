@@ -1216,10 +1216,9 @@ class AdaptivePolicy:
     def _dithered(self, due: float, want: float) -> float:
         """The grid point at or below ``due`` (the allowance plus the carry), if that is
         above ``want`` (the allowance floored to the grid): error diffusion over intervals."""
-        g = self.targets.limit_grid_iops
-        if due < g:
+        if due < self.targets.limit_grid_iops:
             return want
-        return max(want, g * math.floor(due / g + 1e-9))
+        return max(want, self.targets.on_grid(math.floor(due + 1e-9)))
 
     def _carry(self, due: float, written: int | None) -> float:
         """What the written limit falls short of ``due``, kept within one grid step (a

@@ -837,11 +837,19 @@ def _static_limit(phases: Sequence[ScaledPhase], cap1_iops: float, b_read_share:
     """B's fixed limit: ``x·C1 - a1`` IOPS split by B's read share, placed on the kernel's
     grid as the controller places its own (:func:`iogauge.guarantee.policy.grid_targets`),
     at least 1 per direction."""
+    b = max(2.0, x * cap1_iops - phases[0].a_floor_iops)
+    return _grid_limit(b, b_read_share)
+
+
+def _grid_limit(b_iops: float, b_read_share: float,
+                grid: int = KERNEL_LIMIT_GRID_IOPS) -> tuple[int, int]:
+    """A static limit of ``b_iops`` on B split by its read share and placed on the kernel's
+    grid as the controllers place theirs (:func:`iogauge.guarantee.policy.grid_targets`),
+    at least 1 per direction."""
     from iogauge.guarantee.policy import Targets, grid_targets  # noqa: PLC0415
 
-    b = max(2.0, x * cap1_iops - phases[0].a_floor_iops)
-    t = Targets({"A": 1.0}, ("B",), limit_grid_iops=KERNEL_LIMIT_GRID_IOPS)
-    r, w = grid_targets(t, b * b_read_share, b * (1 - b_read_share))
+    t = Targets({"A": 1.0}, ("B",), limit_grid_iops=grid)
+    r, w = grid_targets(t, b_iops * b_read_share, b_iops * (1 - b_read_share))
     return max(1, math.floor(r + 1e-9)), max(1, math.floor(w + 1e-9))
 
 
@@ -1029,21 +1037,16 @@ def static_limit_candidates(b_demand_iops: int, read_share: float,
     >>> [(lim, round(b, 1)) for lim, b in static_limit_candidates(45, 0.5)][-3:]
     [((10, 10), 20.0), ((20, 20), 40.0), (None, 45.0)]
     """
-    from iogauge.guarantee.policy import Targets, grid_targets  # noqa: PLC0415
+    from iogauge.guarantee.policy import Targets  # noqa: PLC0415
 
-    t = Targets({"A": 1.0}, ("B",), limit_grid_iops=grid)
-
-    def enforced(x: int) -> float:
-        return float(x if grid <= 1 or x < grid else grid * (x // grid))
-
+    on_grid = Targets({"A": 1.0}, ("B",), limit_grid_iops=grid).on_grid
     out: list[tuple[tuple[int, int] | None, float]] = []
     seen: set[float] = set()
     for total in range(2, b_demand_iops):
-        r, w = grid_targets(t, total * read_share, total * (1 - read_share))
-        lim = (max(1, math.floor(r + 1e-9)), max(1, math.floor(w + 1e-9)))
+        lim = _grid_limit(total, read_share, grid)
         keeps = min(float(b_demand_iops),
-                    enforced(lim[0]) / read_share if read_share > 0 else math.inf,
-                    enforced(lim[1]) / (1 - read_share) if read_share < 1 else math.inf)
+                    on_grid(lim[0]) / read_share if read_share > 0 else math.inf,
+                    on_grid(lim[1]) / (1 - read_share) if read_share < 1 else math.inf)
         key = round(keeps, 6)
         if key in seen or keeps >= b_demand_iops:
             continue
@@ -1096,7 +1099,7 @@ def search_static_oracle(dev: str, device_bytes: int, ev: Evaluation, phase: Sca
     dur = cfg.warmup_s + cfg.oracle_search_s
     sched = [replace(phase, start_s=0.0, duration_s=dur)]
     slack = max(1, int(phase.a_riops > 0) + int(phase.a_wiops > 0))
-    results: dict[int, tuple[bool, float]] = {}
+    b_under: dict[int, float] = {}  # candidate tried -> B's IOPS under it
 
     def attempt(i: int) -> bool:
         lim = cands[i][0]
@@ -1110,7 +1113,7 @@ def search_static_oracle(dev: str, device_bytes: int, ev: Evaluation, phase: Sca
         share = float(met.mean()) if met.size else 0.0
         b = float(x["b_ios"][sel].sum() / span) if span > 0 else math.nan
         ok = share >= A_MET_GOAL
-        results[i] = (ok, b)
+        b_under[i] = b
         cal.static_oracle_tries.append((lim[0] if lim else None, lim[1] if lim else None,
                                         share, b))
         say(f"    static B <= {'none' if lim is None else f'r {lim[0]} w {lim[1]}'}: A met "
@@ -1121,10 +1124,10 @@ def search_static_oracle(dev: str, device_bytes: int, ev: Evaluation, phase: Sca
         (k for k, c in enumerate(cands) if c[1] <= cal.oracle_b_iops + 1e-9), default=0))
     if lo < 0:  # not even the lowest limit kept A at its floor: B's oracle is that minimum
         lo = 0
-        if 0 not in results:
+        if 0 not in b_under:
             attempt(0)
     cal.static_oracle_limit = cands[lo][0]
-    cal.static_oracle_b_iops = results[lo][1]
+    cal.static_oracle_b_iops = b_under[lo]
 
 
 @dataclass
