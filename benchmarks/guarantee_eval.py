@@ -126,6 +126,9 @@ def main() -> int:
     ap.add_argument("--evals", default="1,2,3", help="evaluations to run (default 1,2,3)")
     ap.add_argument("--controllers", default=",".join(CONTROLLERS),
                     help=f"controllers, in order (default {','.join(CONTROLLERS)})")
+    ap.add_argument("--oracle-search-s", type=float, default=None,
+                    help="length of each try of the static-oracle search (default 20; "
+                    "--quick: 0; 0: no search, B against the calibrated bound only)")
     ap.add_argument("--model", default="hdd", help="emulated device model (default hdd)")
     ap.add_argument("--interval", type=float, default=1.0,
                     help="sampling and decision interval in seconds (default 1)")
@@ -144,7 +147,9 @@ def main() -> int:
         base = QUICK if args.quick else EvalConfig()
         cfg = replace(base, evaluations=evals, controllers=ctls,  # type: ignore[arg-type]
                       model=args.model, interval_s=args.interval, backing_dir=args.backing_dir,
-                      seconds_per_minute=args.seconds_per_minute or base.seconds_per_minute)
+                      seconds_per_minute=args.seconds_per_minute or base.seconds_per_minute,
+                      oracle_search_s=(base.oracle_search_s if args.oracle_search_s is None
+                                       else args.oracle_search_s))
     except (argparse.ArgumentTypeError, ValueError) as exc:
         ap.error(str(exc))
     # SIGTERM stops like Ctrl-C (which Python turns into KeyboardInterrupt by itself, unless

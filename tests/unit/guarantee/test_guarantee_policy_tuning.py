@@ -24,8 +24,9 @@ from iogauge.guarantee.policy import (
     grid_targets,
 )
 
-#: Tests whose numbers are worked out for X = 90 % (the default x_max_pct is 95 %).
-X90 = AdaptiveParams(x_max_pct=90.0)
+#: Tests whose numbers are worked out for X = 90 % (the default x_max_pct is 95 %), with B's
+#: budget held to X's (no stretch while A is fine: stretch_step 0).
+X90 = AdaptiveParams(x_max_pct=90.0, stretch_step=0.0)
 
 
 def _obs(a: float = 50.0, b: float = 50.0, util: float = 90.0) -> Observation:
@@ -159,7 +160,7 @@ def test_adaptive_dithers_only_a_held_limit_with_a_and_the_device_fine() -> None
     assert policy.groups["B"].carry_r == 0.0
     # Off by parameter, or without a grid: the floored limit (or the exact one) stays.
     off = AdaptivePolicy(Targets({"A": 5.0}, ("B",), limit_grid_iops=10),
-                         AdaptiveParams(x_max_pct=90.0, grid_dither=False))
+                         AdaptiveParams(x_max_pct=90.0, grid_dither=False, stretch_step=0.0))
     assert _run(off, 8)[1:] == [30] * 7
     exact = AdaptivePolicy(Targets({"A": 5.0}, ("B",)), X90)
     assert _run(exact, 8)[1:] == [36] * 7
