@@ -391,15 +391,14 @@ class AdaptiveParams:
             IOPS say that (on the lab HDD an unthrottled B left A at its floor in
             evaluation 1, where X held B to 78 % of what it got unthrottled). The first
             miss withdraws the stretch at once (back to X's budget, under which A was
-            fine) and caps it ``stretch_backoff`` steps below the level that hurt, until
-            the floors or the workload change: in a mix where B must be held, the stretch
-            costs A one short interval per regime. 0 disables it. Not in latency mode,
-            where the knee is queueing (A's latency), not a busy rate.
+            fine) and for good, until the floors or the workload change: in a mix where B
+            must be held, the stretch costs A one shortfall per regime. (Re-stretching to
+            a level below the one that hurt, which held for a while, hurt A again later in
+            the evaluations: the edge moves with the mix.) 0 disables it. Not in latency
+            mode, where the knee is queueing (A's latency), not a busy rate.
             Its price, beyond that interval: on a saturated spindle A's I/Os queue behind
             B's, so A gets its IOPS at a higher latency than under X.
         stretch_max: largest stretch of B's budget (a multiple of X's).
-        stretch_backoff: steps (of ``stretch_step``) below the stretch that hurt A at which
-            later stretches stop.
         grid_dither: on a throttle grid (:attr:`Targets.limit_grid_iops`), a group held at
             its limit in the direction that binds alternates between the grid points each
             side of what it is allowed, so that on average it gets that, not the grid point
@@ -441,7 +440,6 @@ class AdaptiveParams:
     stretch_after: int = 3
     stretch_step: float = 0.25
     stretch_max: float = 4.0
-    stretch_backoff: int = 2
     grid_dither: bool = True
 
     def __post_init__(self) -> None:
@@ -463,8 +461,8 @@ class AdaptiveParams:
                 or self.stretch_after < 1:
             raise ValueError("recover_after, futile_after, warmup_intervals and stretch_after "
                              "must be >= 1")
-        if self.stretch_step < 0 or self.stretch_max < 1 or self.stretch_backoff < 0:
-            raise ValueError("need stretch_step >= 0, stretch_max >= 1, stretch_backoff >= 0")
+        if self.stretch_step < 0 or self.stretch_max < 1:
+            raise ValueError("need stretch_step >= 0 and stretch_max >= 1")
 
     def x_top_pct(self, parallel: bool) -> float:
         """Highest target X for a device in latency mode (``parallel``) or util mode."""
@@ -899,8 +897,7 @@ class AdaptivePolicy:
        intervals in a row with B at its limit, B's budget is multiplied by
        ``1 + stretch_step`` per interval (congestion no longer trims X meanwhile). The
        first miss withdraws the stretch at once -- back to X's budget, under which A was
-       fine -- and caps later stretches ``stretch_backoff`` steps below the level that
-       hurt, until the floors or the workload change.
+       fine -- and for good, until the floors or the workload change.
 
     Nothing here creates load to learn: the upward movements (recovery, capacity probe,
     stretch) happen only while A is fine and let through no more than B itself asks for;
@@ -1002,12 +999,12 @@ class AdaptivePolicy:
             # The stretch hurt A: back to X's budget, under which A was at its floor, at once;
             # X itself was not at fault.
             old = self.stretch
-            self.stretch_cap = max(1.0, old / (1 + p.stretch_step) ** p.stretch_backoff)
+            self.stretch_cap = 1.0
             self.stretch = 1.0
             self._mark_regime(cr, cw, obs)
             self.healthy = 0
-            state, why = "protect", (f"{a_why}; B's budget back from x{old:.2f} to X's (later "
-                                     f"stretches stop at x{self.stretch_cap:.2f})")
+            state, why = "protect", (f"{a_why}; B's budget back from x{old:.2f} to X's, no "
+                                     "more stretch until the floors or the workload change")
         elif miss:
             drop = _clamp(p.miss_gain * short_frac, p.knee_step_pct / 100, p.max_cut_pct / 100)
             self._set_ceiling(x_old, cr, cw, obs)
