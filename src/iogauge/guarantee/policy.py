@@ -392,7 +392,8 @@ class AdaptiveParams:
             evaluation 1, where X held B to 78 % of what it got unthrottled). The first
             miss withdraws the stretch at once (back to X's budget, under which A was
             fine) and for good, until the floors or the workload change: in a mix where B
-            must be held, the stretch costs A one shortfall per regime. (Re-stretching to
+            must be held, the stretch costs A one shortfall (a second or two) per regime.
+            (Re-stretching to
             a level below the one that hurt, which held for a while, hurt A again later in
             the evaluations: the edge moves with the mix.) 0 disables it. Not in latency
             mode, where the knee is queueing (A's latency), not a busy rate.
@@ -901,10 +902,11 @@ class AdaptivePolicy:
 
     Nothing here creates load to learn: the upward movements (recovery, capacity probe,
     stretch) happen only while A is fine and let through no more than B itself asks for;
-    recovery and probe stay below the device's knee, the stretch past it is bounded by A's
-    own IOPS; each stops at the first miss or congestion, whose level is then remembered.
-    (The stretch can therefore cost A one short interval per regime where B must be held,
-    and A's latency rises on a saturated spindle: ``stretch_step`` 0 keeps B to X.)
+    recovery and probe stay below the device's knee and stop at the first miss or
+    congestion, whose level is then remembered; the stretch goes past the knee, bounded by
+    A's own IOPS, and ends at the first miss. (The stretch can therefore cost A a short
+    second or two per regime where B must be held -- the second while the queue it built
+    drains -- and A's latency rises on a saturated spindle: ``stretch_step`` 0 keeps B to X.)
 
     States: ``warmup``, ``hold`` (nothing to change), ``protect`` (A missed: B cut),
     ``knee`` (congested: B trimmed), ``recover`` (target raised), ``probe`` (latency-mode
@@ -935,8 +937,9 @@ class AdaptivePolicy:
         #: The floors changed: the next limits go straight to their new targets.
         self._retargeted = False
         self._grace = False
-        #: B's budget as a multiple of X's (``AdaptiveParams.stretch_step``), its cap since
-        #: the last miss it caused, and the intervals in a row A has met its floor.
+        #: B's budget as a multiple of X's (``AdaptiveParams.stretch_step``), its cap (1 once
+        #: a stretch hurt A, until the floors or the workload change), and the intervals in a
+        #: row A has met its floor.
         self.stretch = 1.0
         self.stretch_cap = p.stretch_max
         self.a_streak = 0
