@@ -393,10 +393,9 @@ class AdaptiveParams:
             miss withdraws the stretch at once (back to X's budget, under which A was
             fine) and for good, until the floors or the workload change: in a mix where B
             must be held, the stretch costs A one shortfall (a second or two) per regime.
-            (Re-stretching to
-            a level below the one that hurt, which held for a while, hurt A again later in
-            the evaluations: the edge moves with the mix.) 0 disables it. Not in latency
-            mode, where the knee is queueing (A's latency), not a busy rate.
+            (Re-stretching to a level below the one that hurt, which held for a while, hurt
+            A again later in the evaluations: the edge moves with the mix.) 0 disables it.
+            Not in latency mode, where the knee is queueing (A's latency), not a busy rate.
             Its price, beyond that interval: on a saturated spindle A's I/Os queue behind
             B's, so A gets its IOPS at a higher latency than under X.
         stretch_max: largest stretch of B's budget (a multiple of X's).
@@ -936,6 +935,7 @@ class AdaptivePolicy:
         self._warned: str | None = None
         #: The floors changed: the next limits go straight to their new targets.
         self._retargeted = False
+        #: The next observation was made under the old floors: A is not judged on it.
         self._grace = False
         #: B's budget as a multiple of X's (``AdaptiveParams.stretch_step``), its cap (1 once
         #: a stretch hurt A, until the floors or the workload change), and the intervals in a
@@ -959,7 +959,6 @@ class AdaptivePolicy:
         self.futile = 0
         self.a_at_miss = None
         self._retargeted = True
-        #: The next observation was made under the old floors: A is not judged on it.
         self._grace = True
         # A's new need is judged on X's budget first; the stretch is earned again.
         self._reset_stretch()
