@@ -390,15 +390,21 @@ class AdaptiveParams:
             the spindle is always busy, not whether A still gets its floor; A's delivered
             IOPS say that (on the lab HDD an unthrottled B left A at its floor in
             evaluation 1, where X held B to 78 % of what it got unthrottled). The first
-            miss withdraws the stretch at once (back to X's budget, under which A was
-            fine) and for good, until the floors or the workload change: in a mix where B
-            must be held, the stretch costs A one shortfall (a second or two) per regime.
-            (Re-stretching to a level below the one that hurt, which held for a while, hurt
-            A again later in the evaluations: the edge moves with the mix.) 0 disables it.
-            Not in latency mode, where the knee is queueing (A's latency), not a busy rate.
-            Its price, beyond that interval: on a saturated spindle A's I/Os queue behind
-            B's, so A gets its IOPS at a higher latency than under X.
+            miss withdraws the stretch at once: for that interval B gets X's budget less
+            what A fell short (so that A's backlog drains), and the interval after it --
+            when the queue the stretch built is still draining -- neither cuts X nor sets
+            a ceiling. Later stretches stop ``stretch_backoff`` steps below the level that
+            hurt, and start again only after ``restretch_after`` intervals in a row with A
+            at its floor; until the floors or the workload change. 0 disables it. Not in
+            latency mode, where the knee is queueing (A's latency), not a busy rate. Its
+            price: a short interval for A per level found too high, and on a saturated
+            spindle A's I/Os queue behind B's, so A gets its IOPS at a higher latency than
+            under X.
         stretch_max: largest stretch of B's budget (a multiple of X's).
+        stretch_backoff: steps (of ``stretch_step``) below a stretch that hurt A at which
+            later stretches stop (until the floors or the workload change).
+        restretch_after: intervals in a row with A at its floor before a stretch resumes
+            after one hurt A (``stretch_after`` applies to the first).
         grid_dither: on a throttle grid (:attr:`Targets.limit_grid_iops`), a group held at
             its limit in the direction that binds alternates between the grid points each
             side of what it is allowed, so that on average it gets that, not the grid point
@@ -440,6 +446,8 @@ class AdaptiveParams:
     stretch_after: int = 3
     stretch_step: float = 0.25
     stretch_max: float = 4.0
+    stretch_backoff: int = 2
+    restretch_after: int = 10
     grid_dither: bool = True
 
     def __post_init__(self) -> None:
@@ -458,11 +466,11 @@ class AdaptiveParams:
         if self.write_cost_factor <= 0:
             raise ValueError("write_cost_factor must be > 0")
         if self.recover_after < 1 or self.futile_after < 1 or self.warmup_intervals < 1 \
-                or self.stretch_after < 1:
-            raise ValueError("recover_after, futile_after, warmup_intervals and stretch_after "
-                             "must be >= 1")
-        if self.stretch_step < 0 or self.stretch_max < 1:
-            raise ValueError("need stretch_step >= 0 and stretch_max >= 1")
+                or self.stretch_after < 1 or self.restretch_after < 1:
+            raise ValueError("recover_after, futile_after, warmup_intervals, stretch_after "
+                             "and restretch_after must be >= 1")
+        if self.stretch_step < 0 or self.stretch_max < 1 or self.stretch_backoff < 0:
+            raise ValueError("need stretch_step >= 0, stretch_max >= 1, stretch_backoff >= 0")
 
     def x_top_pct(self, parallel: bool) -> float:
         """Highest target X for a device in latency mode (``parallel``) or util mode."""
@@ -897,15 +905,19 @@ class AdaptivePolicy:
        intervals in a row with B at its limit, B's budget is multiplied by
        ``1 + stretch_step`` per interval (congestion no longer trims X meanwhile). The
        first miss withdraws the stretch at once -- back to X's budget, under which A was
-       fine -- and for good, until the floors or the workload change.
+       fine, less A's shortfall for one interval so that A catches up -- and the interval
+       after it, while the stretched queue drains, does not move X. Later stretches stop
+       ``stretch_backoff`` steps below the level that hurt and wait for
+       ``restretch_after`` intervals with A at its floor, until the floors or the workload
+       change.
 
     Nothing here creates load to learn: the upward movements (recovery, capacity probe,
     stretch) happen only while A is fine and let through no more than B itself asks for;
     recovery and probe stay below the device's knee and stop at the first miss or
     congestion, whose level is then remembered; the stretch goes past the knee, bounded by
-    A's own IOPS, and ends at the first miss. (The stretch can therefore cost A a short
-    second or two per regime where B must be held -- the second while the queue it built
-    drains -- and A's latency rises on a saturated spindle: ``stretch_step`` 0 keeps B to X.)
+    A's own IOPS, and is withdrawn at the first miss. (The stretch can therefore cost A a
+    short interval per level found too high, and A's latency rises on a saturated spindle:
+    ``stretch_step`` 0 keeps B to X.)
 
     States: ``warmup``, ``hold`` (nothing to change), ``protect`` (A missed: B cut),
     ``knee`` (congested: B trimmed), ``recover`` (target raised), ``probe`` (latency-mode
@@ -937,12 +949,20 @@ class AdaptivePolicy:
         self._retargeted = False
         #: The next observation was made under the old floors: A is not judged on it.
         self._grace = False
-        #: B's budget as a multiple of X's (``AdaptiveParams.stretch_step``), its cap (1 once
-        #: a stretch hurt A, until the floors or the workload change), and the intervals in a
-        #: row A has met its floor.
+        #: B's budget as a multiple of X's (``AdaptiveParams.stretch_step``), and the
+        #: intervals in a row A has met its floor.
         self.stretch = 1.0
-        self.stretch_cap = p.stretch_max
         self.a_streak = 0
+        #: Once a stretch hurt A (until the floors or the workload change): the most B's
+        #: stretched budget may be, as a device fraction -- ``stretch_backoff`` steps below
+        #: the budget that hurt, whatever X does meanwhile. None: only ``stretch_max``.
+        self.stretch_budget_cap: float | None = None
+        #: Device share taken off B's budget for one decision (A's shortfall, after a
+        #: stretch is withdrawn: room for A's backlog).
+        self._catchup = 0.0
+        #: The next observation is the one in which a withdrawn stretch's queue drains: it
+        #: does not move X.
+        self._drain = False
 
     def set_floors(self, floors: Mapping[str, float]) -> None:
         """New floors for the protected groups from the next step on.
@@ -960,13 +980,16 @@ class AdaptivePolicy:
         self.a_at_miss = None
         self._retargeted = True
         self._grace = True
-        # A's new need is judged on X's budget first; the stretch is earned again.
+        # A's new need is judged on X's budget first; the stretch is earned again (and a
+        # withdrawal's catch-up and drain belong to the old floors).
         self._reset_stretch()
+        self._catchup = 0.0
+        self._drain = False
 
     def _reset_stretch(self) -> None:
         self.stretch = 1.0
-        self.stretch_cap = self.params.stretch_max
         self.a_streak = 0
+        self.stretch_budget_cap = None
 
     # -- the step ------------------------------------------------------------------------
     def step(self, obs: Observation) -> Decision:
@@ -989,11 +1012,29 @@ class AdaptivePolicy:
             self.futile, self.a_at_miss = 0, None
             a_why = f"{a_why} -- measured under the previous floors, not counted"
         self._grace = False
+        drain, self._drain = self._drain, False
         b_constrained = self._b_constrained(obs)
         x_old = self.x
         stretched = self.stretch > 1.0
         state, why = "hold", "nothing to change"
-        if miss and self.futile >= p.futile_after:
+        if drain and (miss or congested):
+            # The interval after a stretch was withdrawn: B's stretched queue was still
+            # draining (what it had in flight and what the throttle had let through), so
+            # neither a shortfall nor saturation here says X is too high. B stays at X's
+            # budget; the next interval is judged as usual.
+            self.healthy = 0
+            if miss:
+                # A is still behind: its shortfall stays off B's budget one more interval.
+                self._catchup = short_frac
+                self.futile, self.a_at_miss = 0, None
+                state, why = "protect", (f"{a_why} -- while the withdrawn stretch drains: X "
+                                         f"unchanged, B below X's budget by A's shortfall "
+                                         f"({short_frac:.1%})")
+            else:
+                state, why = "hold", (f"{cong_why} -- while the withdrawn stretch drains: X "
+                                      "unchanged")
+            miss, short_frac, congested = False, 0.0, False
+        elif miss and self.futile >= p.futile_after:
             state, why = "a-limited", (f"{a_why}, but {self.futile} cuts of B did not raise "
                                        "A's IOPS: A is limited by itself; B not cut further")
             miss = False
@@ -1001,12 +1042,19 @@ class AdaptivePolicy:
             # The stretch hurt A: back to X's budget, under which A was at its floor, at once;
             # X itself was not at fault.
             old = self.stretch
-            self.stretch_cap = 1.0
+            b_frac = max(self._b_frac(cr, cw), 0.0)
+            self.stretch_budget_cap = b_frac * old / (1 + p.stretch_step) ** p.stretch_backoff
             self.stretch = 1.0
+            self._catchup = short_frac
+            self._drain = True
             self._mark_regime(cr, cw, obs)
             self.healthy = 0
-            state, why = "protect", (f"{a_why}; B's budget back from x{old:.2f} to X's, no "
-                                     "more stretch until the floors or the workload change")
+            cap = self._stretch_limit(b_frac)
+            later = (f"later stretches stop at x{cap:.2f} (of today's X)" if cap > 1.0
+                     else "no more stretch")
+            state, why = "protect", (f"{a_why}; B's budget back from x{old:.2f} to X's less "
+                                     f"A's shortfall ({short_frac:.1%}) for this interval; "
+                                     f"{later} until the floors or the workload change")
         elif miss:
             drop = _clamp(p.miss_gain * short_frac, p.knee_step_pct / 100, p.max_cut_pct / 100)
             self._set_ceiling(x_old, cr, cw, obs)
@@ -1049,7 +1097,7 @@ class AdaptivePolicy:
             self.a_streak = 0
         else:
             self.a_streak += 1
-            if state in ("hold", "recover") and self._stretch(b_constrained):
+            if state in ("hold", "recover") and self._stretch(b_constrained, cr, cw):
                 said = f"{why}; " if state == "recover" else ""
                 state, why = "stretch", (f"{said}A at its floor for {self.a_streak} intervals "
                                          "and B at its limit: B's budget stretched to "
@@ -1102,7 +1150,7 @@ class AdaptivePolicy:
         # the ceiling was found, for several intervals in a row. (A cost that moved only
         # because the mix moved — e.g. because B was throttled — is not a new workload.)
         c = self._costs()
-        learnt = self.ceiling is not None or self.stretch_cap < p.stretch_max
+        learnt = self.ceiling is not None or self.stretch_budget_cap is not None
         if learnt and c is not None and self.cost_at_ceiling is not None \
                 and total >= p.min_iops:
             fr = obs.r_iops / total
@@ -1113,7 +1161,7 @@ class AdaptivePolicy:
                 self.regime_count += 1
                 if self.regime_count >= p.recover_after:
                     self.ceiling = None
-                    self.stretch_cap = p.stretch_max
+                    self.stretch_budget_cap = None
                     self.regime_count = 0
             else:
                 self.regime_count = 0
@@ -1244,18 +1292,42 @@ class AdaptivePolicy:
                 return True
         return False
 
-    def _stretch(self, b_constrained: bool) -> bool:
+    def _stretch(self, b_constrained: bool, cr: float, cw: float) -> bool:
         """Stretch B's budget one step (``AdaptiveParams.stretch_step``) if A has earned it
         and B would use it; whether it moved."""
         p = self.params
-        if p.stretch_step <= 0 or self.parallel or not b_constrained \
-                or self.a_streak < p.stretch_after:
+        hurt = self.stretch_budget_cap is not None
+        need = p.restretch_after if hurt and self.stretch <= 1.0 else p.stretch_after
+        if p.stretch_step <= 0 or self.parallel or not b_constrained or self.a_streak < need:
             return False
-        new = min(self.stretch_cap, self.stretch * (1 + p.stretch_step))
+        new = min(self._stretch_limit(self._b_frac(cr, cw)),
+                  self.stretch * (1 + p.stretch_step))
         if new <= self.stretch + 1e-9:
             return False
         self.stretch = new
         return True
+
+    def _stretch_limit(self, b_frac: float) -> float:
+        """Largest stretch (a multiple of X's budget, ``b_frac``) allowed now."""
+        top = self.params.stretch_max
+        cap = self.stretch_budget_cap
+        if cap is None:
+            return top
+        if b_frac <= 0:
+            return 1.0
+        return min(top, max(1.0, cap / b_frac))
+
+    def _a_frac(self, cr: float, cw: float) -> float:
+        """Device share A's floors take at their own costs."""
+        a_frac = 0.0
+        for g, floor in self.targets.protected.items():
+            fr = self.a_read_share.get(g) or 0.5
+            a_frac += floor * (fr * cr + (1 - fr) * cw)
+        return a_frac
+
+    def _b_frac(self, cr: float, cw: float) -> float:
+        """B's budget under X (device share; negative when A's floors exceed X)."""
+        return self.x - self._a_frac(cr, cw)
 
     def _set_ceiling(self, x: float, cr: float, cw: float, obs: Observation) -> None:
         self.ceiling = x if self.ceiling is None else min(self.ceiling, x)
@@ -1293,11 +1365,11 @@ class AdaptivePolicy:
         p = self.params
         t = self.targets
         mn = t.b_min_iops
-        a_frac = 0.0
-        for g, floor in t.protected.items():
-            fr = self.a_read_share.get(g) or 0.5
-            a_frac += floor * (fr * cr + (1 - fr) * cw)
-        b_frac = self.x - a_frac
+        a_frac = self._a_frac(cr, cw)
+        b_frac = self.x - a_frac - self._catchup
+        self._catchup = 0.0
+        # A stretch is bounded by the budget that hurt A, even if X rose since.
+        self.stretch = min(self.stretch, self._stretch_limit(self.x - a_frac))
         min_frac = sum(mn * (cr + cw) for _ in t.throttled)
         warnings = self._feasibility(a_frac, b_frac, min_frac, cr, cw)
         # Each direction is floored at b_min below, so the split itself needs no minimum.
