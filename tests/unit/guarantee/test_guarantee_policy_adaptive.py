@@ -242,7 +242,7 @@ def test_stretch_resumes_two_steps_below_the_level_that_hurt() -> None:
     again = states.index("stretch", hurt)
     assert again - hurt == p.restretch_after
     assert ds[again].reason.startswith(f"A at its floor for {p.restretch_after} intervals")
-    # ... climbs to the cap and holds there: A is not hurt again, B keeps ~1.9x X's budget.
+    # ... climbs to the cap and holds there: A is not hurt again, B keeps ~1.8x X's budget.
     assert not any(d.a_miss for d in ds[hurt + 1:])
     assert policy.stretch_budget_cap is not None
     assert policy.stretch * b_frac == pytest.approx(policy.stretch_budget_cap)
