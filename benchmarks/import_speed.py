@@ -107,6 +107,7 @@ class Run:
     maxrss_bytes: int = 0
     inner_s: float | None = None
     rows: int | None = None
+    native: bool | None = None  # the importer's C kernels were loaded (iogauge children)
 
 
 def measure(run: Run, *, stdin: Path | None = None, stdout: Path | None = None) -> Run:
@@ -135,6 +136,7 @@ def measure(run: Run, *, stdin: Path | None = None, stdout: Path | None = None) 
         info = json.loads(out.decode().strip().splitlines()[-1])
         run.inner_s = info.get("seconds")
         run.rows = info.get("rows")
+        run.native = info.get("native")
     return run
 
 
@@ -146,7 +148,7 @@ def child(mode: str, log: str, out: str) -> None:
     import polars as pl
     from polars.io.plugins import register_io_source
 
-    from iogauge.importers import iostat_text, registry
+    from iogauge.importers import iostat_text, native, registry
     from iogauge.importers.base import Source
     from iogauge.importers.io import open_binary
     from iogauge.model.sampleframe import SCHEMA, SampleFrame
@@ -176,7 +178,8 @@ def child(mode: str, log: str, out: str) -> None:
     check = pl.scan_parquet(out).select(pl.len()).collect().item()
     assert check == rows, (check, rows)
     del SampleFrame
-    print(json.dumps({"seconds": seconds, "rows": rows}))
+    print(json.dumps({"seconds": seconds, "rows": rows,
+                      "native": native.kernels() is not None}))
 
 
 # ---- main ----------------------------------------------------------------------------------
@@ -218,6 +221,9 @@ def run_iostat(work: Path, size_mb: float) -> dict[str, Any]:
         jc_run = measure(Run("jc --iostat", [jc, "--iostat"]), stdin=log,
                          stdout=work / "jc.json")
         runs.append(jc_run)
+    kernels = runs[0].native
+    print("\nimporter byte kernels: " + ("C (iostat_kernels.c)" if kernels else
+                                        "numpy (the C kernels are not built: make install)"))
     print(f"\n{'':18s} {'wall s':>8s} {'MB/s':>8s} {'cpu s':>8s} {'inner s':>8s} "
           f"{'peak RSS MB':>12s} {'RSS/input':>10s} {'rows':>10s}")
     for r in runs:

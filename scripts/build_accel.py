@@ -1,11 +1,17 @@
 #!/usr/bin/env python3
-"""Compile the lab's disk models with mypyc into ``iogauge_accel`` (see iogauge/lab/accel.py).
+"""Compile the lab's disk models with mypyc into ``iogauge_accel`` (see iogauge/lab/accel.py),
+and the iostat importer's C kernels into ``iogauge_native`` (see iogauge/importers/native.py).
 
 Run with the virtualenv's Python (``make install`` does): copies ``hdd.py``, ``raid.py`` and
 ``ssd.py`` into a scratch package ``iogauge_accel`` with their imports of each other
 rewritten, stamps each with the SHA-256 of its source, compiles them with mypyc and installs
 the extension modules into this Python's site-packages. Without a C compiler or mypy it
 says so and exits 0: the pure-Python models are then used (slower, same results).
+
+The kernels (``src/iogauge/importers/iostat_kernels.c``, plain C called through ctypes) are
+compiled with the C compiler alone, stamped with the source's SHA-256 (``-DIG_SOURCE_SHA256``)
+so that an edited source is never run stale; without a compiler the importer uses its numpy
+routines (same results, slower).
 """
 
 from __future__ import annotations
@@ -25,10 +31,39 @@ NAMES = ("hdd", "raid", "ssd")
 PKG = "iogauge_accel"
 
 
+KERNELS = ROOT / "src" / "iogauge" / "importers" / "iostat_kernels.c"
+NATIVE_DIR = "iogauge_native"
+NATIVE_LIB = "libiogauge_iostat.so"
+
+
+def build_kernels(cc: str) -> None:
+    """Compile the iostat importer's kernels into site-packages/iogauge_native."""
+    src = KERNELS.read_bytes()
+    sha = hashlib.sha256(src).hexdigest()
+    dest = Path(sysconfig.get_paths()["platlib"]) / NATIVE_DIR
+    with tempfile.TemporaryDirectory(prefix="iogauge-native-") as tmp:
+        out = Path(tmp) / NATIVE_LIB
+        # -O2, no -ffast-math: the decoder's one division per value must round as strtod's
+        cmd = [cc, "-O2", "-std=gnu99", "-Wall", "-Wextra", "-shared", "-fPIC",
+               f'-DIG_SOURCE_SHA256="{sha}"', "-o", str(out), str(KERNELS)]
+        proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
+        if proc.returncode != 0:
+            print(proc.stdout[-4000:], proc.stderr[-4000:], sep="\n", file=sys.stderr)
+            print("build_accel: the iostat kernels did not compile: the importer uses numpy",
+                  file=sys.stderr)
+            return
+        dest.mkdir(exist_ok=True)
+        shutil.copy2(out, dest / NATIVE_LIB)
+    print(f"build_accel: compiled {KERNELS.name} into {dest / NATIVE_LIB}")
+
+
 def main() -> int:
-    if shutil.which(os.environ.get("CC", "cc")) is None:
-        print("build_accel: no C compiler: the simulator uses the pure-Python disk models")
+    cc = os.environ.get("CC", "cc")
+    if shutil.which(cc) is None:
+        print("build_accel: no C compiler: the simulator uses the pure-Python disk models "
+              "and the iostat importer its numpy routines")
         return 0
+    build_kernels(cc)
     try:
         import mypyc  # noqa: F401, PLC0415
     except ImportError:

@@ -102,6 +102,11 @@ lines, never over device lines. :func:`iter_parse` yields a SampleFrame per batc
 (:data:`LINK_BYTES`), so memory is bounded by the pieces, not the file (``iogauge import
 --parquet`` streams it to Parquet; ``benchmarks/import_speed.py``); :func:`parse` is the
 same over an in-memory buffer.
+
+The byte-level passes — splitting lines, the first pass of classification, the fixed-width
+decoder, grouping device names, copying out structural lines — run in C when
+``iostat_kernels.c`` is built (:mod:`.native`; ``make install`` builds it): the numpy
+routines here are its reference, and the tests run every case both ways.
 """
 
 from __future__ import annotations
@@ -123,6 +128,7 @@ from numpy.lib.stride_tricks import as_strided
 
 from iogauge.collector.sysfs import guess_parent, kind_from_name
 from iogauge.errors import InputFormatError
+from iogauge.importers import native
 from iogauge.importers import timestamps as tsx
 from iogauge.importers.base import MAX_LISTED_SKIPS, Source
 from iogauge.importers.io import decode
@@ -173,7 +179,8 @@ _NAME_HASH = np.uint64(0x9E3779B97F4A7C15)
 _MIN_STEPS = 8
 
 # ---- line kinds ----------------------------------------------------------------------------
-_BLANK, _BANNER, _TS, _CPUH, _CPUV, _DEVH, _ROW, _BANNER_CAND, _TS_CAND = range(9)
+# (the candidates are the native first pass's: iostat_kernels.c has the same numbers)
+_BLANK, _BANNER, _TS, _CPUH, _CPUV, _DEVH, _ROW, _BANNER_CAND, _TS_CAND, _WS_CAND = range(10)
 _STRUCTURAL = (_BANNER, _TS, _CPUH, _CPUV, _DEVH)
 
 # sysstat 8.1.x and later end the banner with "_arch_ (N CPU)"; sysstat 5.x-8.0 print only
@@ -378,6 +385,12 @@ class _Lines:
     def __init__(self, buf: bytes) -> None:
         self.buf = buf
         self.arr = np.frombuffer(buf, dtype=np.uint8)
+        kern = _kernels()
+        if kern is not None:
+            self.starts, self.ends = kern.lines(buf, self.arr)
+            self.n = int(self.starts.size)
+            self.lens = self.ends - self.starts
+            return
         nl = np.flatnonzero(self.arr == 10)
         ends = nl if not buf or buf.endswith(b"\n") else np.append(nl, len(buf))
         self.n = int(ends.size)
@@ -392,7 +405,12 @@ class _Lines:
         self.lens = self.ends - self.starts
 
     def text(self, idx: np.ndarray) -> pl.Series:
-        """The lines ``idx`` as strings."""
+        """The lines ``idx`` as strings (with the native kernels: copied one after another
+        by C, then cut by ``bytes.split``, faster than slicing each line)."""
+        kern = _kernels()
+        if kern is not None and idx.size > 64:
+            joined = kern.gather_lines(self.arr, self.starts, self.ends, idx)
+            return pl.Series("line", joined.split(b"\n")[:-1], dtype=pl.Binary).cast(pl.String)
         buf = self.buf
         parts = [buf[s:e] for s, e in zip(self.starts[idx].tolist(), self.ends[idx].tolist(),
                                           strict=True)]
@@ -506,11 +524,55 @@ _STRUCT_KIND = np.zeros(256, dtype=bool)
 _STRUCT_KIND[list(_STRUCTURAL)] = True
 
 
+def _kernels() -> native.Kernels | None:
+    """The native kernels when built and fresh (:mod:`.native`), else None: numpy."""
+    return native.kernels()
+
+
+def _is_stamp(text: pl.Series) -> np.ndarray:
+    """Whether each line (starting with a digit) is a -t time stamp."""
+    return ((text.str.contains(tsx.NUMERIC_PATTERN) | text.str.contains(tsx.CJK_PATTERN))
+            & text.str.contains(r"[:時时시]")).to_numpy()
+
+
 def _classify(lines: _Lines) -> np.ndarray:
     """Kind of every line: the first byte decides for most lines (device lines start with
     a name); exact tests run only on lines whose first byte allows a banner, stamp,
     avg-cpu block, Device header or blank, and strings are made only for the few that need
-    a regular expression (banners, stamps, whitespace-only lines)."""
+    a regular expression (banners, stamps, whitespace-only lines).
+
+    With the native kernels, one C pass does every test but the regular expressions
+    (``ig_classify``), which then run on its candidates; else :func:`_classify_numpy`."""
+    kern = _kernels()
+    if kern is None:
+        return _classify_numpy(lines)
+    kind = kern.classify(lines.arr, lines.starts, lines.ends)
+    ws = np.flatnonzero(kind == _WS_CAND)
+    if ws.size:
+        blank = lines.text(ws).str.contains(r"^\s*$").to_numpy()
+        kind[ws] = np.where(blank, _BLANK, _ROW)
+    digit = np.flatnonzero(kind == _TS_CAND)
+    if digit.size:
+        kind[digit] = np.where(_is_stamp(lines.text(digit)), _TS, _ROW)
+    el = np.flatnonzero(kind == _BANNER_CAND)
+    if el.size:
+        banner = lines.text(el).str.contains(_BANNER_RE).to_numpy()
+        # not a banner: what it would be without the "Linux " test (a Device header or not)
+        other = np.where(lines.has_suffix(el, b" Device"), _DEVH, _ROW)
+        kind[el] = np.where(banner, _BANNER, other)
+    _mark_cpu_values(kind, np.flatnonzero(kind == _CPUH))
+    return kind
+
+
+def _mark_cpu_values(kind: np.ndarray, cpu_headers: np.ndarray) -> None:
+    """The line after an avg-cpu header (unless blank) holds its values."""
+    after = cpu_headers + 1
+    after = after[after < kind.size]
+    kind[after[kind[after] != _BLANK]] = _CPUV
+
+
+def _classify_numpy(lines: _Lines) -> np.ndarray:
+    """:func:`_classify` in numpy (the reference of ``ig_classify``)."""
     arr, n = lines.arr, lines.n
     kind = np.full(n, _ROW, dtype=np.uint8)
     nonempty = np.flatnonzero(lines.lens > 0)
@@ -529,10 +591,7 @@ def _classify(lines: _Lines) -> np.ndarray:
         out[ws[blank]] = _BLANK
     digit = np.flatnonzero(_IS_DIGIT[first])
     if digit.size:
-        text = lines.text(cand[digit])
-        stamp = ((text.str.contains(tsx.NUMERIC_PATTERN) | text.str.contains(tsx.CJK_PATTERN))
-                 & text.str.contains(r"[:時时시]")).to_numpy()
-        out[digit[stamp]] = _TS
+        out[digit[_is_stamp(lines.text(cand[digit]))]] = _TS
     ends_e = np.flatnonzero(arr[lines.ends[cand] - 1] == ord("e"))
     devh = ends_e[lines.has_suffix(cand[ends_e], b" Device")]
     out[devh] = _DEVH
@@ -546,10 +605,7 @@ def _classify(lines: _Lines) -> np.ndarray:
         banner = lines.text(cand[el]).str.contains(_BANNER_RE).to_numpy()
         out[el[banner]] = _BANNER
     kind[cand] = out
-    # the line after an avg-cpu header holds its values
-    after = cand[out == _CPUH] + 1
-    after = after[after < n]
-    kind[after[kind[after] != _BLANK]] = _CPUV
+    _mark_cpu_values(kind, cand[out == _CPUH])
     return kind
 
 
@@ -758,6 +814,49 @@ def _decode_fixed(mat: np.ndarray, fields: list[tuple[int, int]]
     return list(out), ok
 
 
+def _decode_lines(lines: _Lines, idx: np.ndarray, line_len: int,
+                  fields: list[tuple[int, int]]) -> tuple[list[np.ndarray], np.ndarray]:
+    """:func:`_decode_fixed` of the lines ``idx`` (each ``line_len`` bytes long): by the
+    native kernel ``ig_decode_fixed`` when it is built, else by numpy."""
+    kern = _kernels()
+    if kern is None:
+        return _decode_fixed(lines.matrix(idx, line_len), fields)
+    k = idx.size
+    dots = []
+    if k:
+        s0 = int(lines.starts[idx[0]])
+        for a, b in fields:
+            d = lines.buf.rfind(b".", s0 + a, s0 + b)
+            dots.append(d - s0 if d >= 0 else b)
+    if k == 0 or any(d <= a for (a, _b), d in zip(fields, dots, strict=True)):
+        return [np.zeros(k) for _ in fields], np.zeros(k, dtype=bool)
+    out, ok = kern.decode_fixed(lines.arr, lines.starts[idx], fields, dots)
+    return list(out), ok
+
+
+def _line_names(lines: _Lines, idx: np.ndarray, line_len: int, width: int
+                ) -> tuple[pl.Series, np.ndarray]:
+    """:func:`_device_names` of the lines ``idx`` (each ``line_len`` bytes long): grouped
+    by the native kernel ``ig_group_names`` when it is built, else by numpy."""
+    kern = _kernels()
+    grouped = None if kern is None else kern.group_names(lines.arr, lines.starts[idx], width)
+    if grouped is None:
+        return _device_names(lines.matrix(idx, line_len), width)
+    code, first = grouped
+    buf = lines.buf
+    names: list[str] = []
+    valid: list[bool] = []
+    for s in lines.starts[idx[first]].tolist():
+        try:
+            name = buf[s:s + width].rstrip(b" ").decode("utf-8")
+        except UnicodeDecodeError:
+            name = ""
+        names.append(name)
+        valid.append(bool(name) and " " not in name)
+    device = pl.Series("device", names, dtype=pl.String).gather(pl.Series("code", code))
+    return device, np.array(valid, dtype=bool)[code]
+
+
 def _device_names(mat: np.ndarray, width: int) -> tuple[pl.Series, np.ndarray]:
     """Device names from the name field (``%-13s``: the first ``width`` bytes) of the
     fixed-width lines ``mat`` (C-contiguous): trailing spaces stripped; and whether each is
@@ -815,9 +914,8 @@ def _parse_layout(lay: _Layout, lines: _Lines, sel: np.ndarray, bad: list[tuple[
     cand = sel[fixed]
     fields = [(lay.ends[idx - 1] if idx > 1 else width, lay.ends[idx])
               for idx, _tok, _spec in lay.cols]
-    mat = lines.matrix(cand, header_len)
-    values, ok = _decode_fixed(mat, fields)
-    device, named = _device_names(mat, width)
+    values, ok = _decode_lines(lines, cand, header_len, fields)
+    device, named = _line_names(lines, cand, header_len, width)
     ok &= named
     cols: dict[str, pl.Series] = {"i": pl.Series("i", cand, dtype=pl.Int64),
                                   "device": device}
@@ -920,7 +1018,7 @@ def _parse_cpu(lines: _Lines, kind: np.ndarray, struct: pl.DataFrame,
             ok = np.ones(cand.size, dtype=bool)
             values: list[np.ndarray] = []
             if cols:
-                values, ok = _decode_fixed(lines.matrix(cand, width),
+                values, ok = _decode_lines(lines, cand, width,
                                            [(a, b) for _t, _j, a, b in cols])
             out.append(pl.DataFrame({"i": pl.Series("i", cand[ok], dtype=pl.Int64),
                                      **{t: v[ok] for (t, _j, _a, _b), v in zip(cols, values,

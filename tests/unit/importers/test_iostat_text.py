@@ -12,6 +12,7 @@ import datetime as dt
 import io
 import math
 import re
+from collections.abc import Iterator
 from itertools import accumulate, pairwise
 from pathlib import Path
 from typing import Any
@@ -22,9 +23,10 @@ import polars as pl
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from test_iostat_native import decode_native
 
 from iogauge.errors import InputFormatError
-from iogauge.importers import iostat_text, registry
+from iogauge.importers import iostat_text, native, registry
 from iogauge.importers.base import Source
 from iogauge.model.sampleframe import SampleFrame
 
@@ -36,6 +38,19 @@ V117 = "iostat-tool-sysstat11.7.3-iostat-x-t.txt"
 CENTOS10 = "jc-centos-7.7-sysstat10-iostat-x.txt"
 UBUNTU116 = "jc-ubuntu-18.04-sysstat11.6-iostat-x.txt"
 UBUNTU12 = "jc-ubuntu-20.10-sysstat12-iostat-x.txt"
+
+
+@pytest.fixture(autouse=True, scope="module", params=["native", "numpy"])
+def kernels(request: pytest.FixtureRequest) -> Any:
+    """Every test of this module runs twice: with the C kernels (iostat_kernels.c, when
+    built) and with the numpy routines they replace, which must give the same results."""
+    if request.param == "native" and native.kernels() is None:
+        pytest.skip("the native iostat kernels are not built (make install builds them when "
+                    "a C compiler is present; test_iostat_native.py checks that they are)")
+    with pytest.MonkeyPatch.context() as mp:
+        if request.param == "numpy":
+            mp.setattr(iostat_text, "_kernels", lambda: None)
+        yield request.param
 
 
 def utc(*args: int) -> dt.datetime:
@@ -652,8 +667,8 @@ def _reference(rows: list[str], fields: list[tuple[int, int]]
 
 
 @settings(max_examples=300, deadline=None)
-@given(widths=st.lists(st.integers(min_value=4, max_value=19), min_size=1, max_size=5),
-       decimals=st.integers(min_value=0, max_value=3), data=st.data())
+@given(widths=st.lists(st.integers(min_value=2, max_value=21), min_size=1, max_size=5),
+       decimals=st.integers(min_value=0, max_value=9), data=st.data())
 def test_fixed_width_decoder_reads_what_strtod_reads_and_refuses_the_rest(
         widths: list[int], decimals: int, data: st.DataObject) -> None:
     rows: list[str] = []
@@ -671,20 +686,36 @@ def test_fixed_width_decoder_reads_what_strtod_reads_and_refuses_the_rest(
     ends = list(accumulate([13, *(w + 1 for w in widths)]))
     fields = list(pairwise(ends))
     mat = np.frombuffer("".join(rows).encode(), dtype=np.uint8).reshape(len(rows), -1)
-    values, ok = iostat_text._decode_fixed(mat, fields)
     want, want_ok = _reference(rows, fields)
-    assert ok.tolist() == want_ok
-    for r, good in enumerate(want_ok):
-        if good:
-            assert [float(v[r]) for v in values] == want[r]
+    for how, (values, ok) in _decoders(mat, rows, fields):
+        assert ok.tolist() == want_ok, how
+        for r, good in enumerate(want_ok):
+            if good:
+                assert [float(v[r]) for v in values] == want[r], how
+
+
+def _decoders(mat: np.ndarray, rows: list[str], fields: list[tuple[int, int]]
+              ) -> Iterator[tuple[str, tuple[list[np.ndarray], np.ndarray]]]:
+    """The numpy decoder's result, then (when built) the C decoder's, with its SSE4.1 reader
+    and without (two 8-byte words, or place by place beyond 8 digits a side)."""
+    yield "numpy", iostat_text._decode_fixed(mat, fields)
+    if native.kernels() is not None:
+        for vector in (True, False):
+            yield f"C vector={vector}", decode_native(rows, fields, vector=vector)
 
 
 def test_fixed_width_decoder_leaves_more_than_15_digits_to_the_regex_path() -> None:
     rows = ["sda          " + f" {v:21.2f}" for v in (1.5, 12345678901234.5, 1.2e17)]
     mat = np.frombuffer("".join(rows).encode(), dtype=np.uint8).reshape(3, -1)
-    values, ok = iostat_text._decode_fixed(mat, [(13, 35)])
-    assert ok.tolist() == [True, True, False]
-    assert values[0][:2].tolist() == [1.5, 12345678901234.5]
+    for how, (values, ok) in _decoders(mat, rows, [(13, 35)]):
+        assert ok.tolist() == [True, True, False], how
+        assert values[0][:2].tolist() == [1.5, 12345678901234.5], how
+    # sixteen digit places in 17 bytes: the widest range the C vector reader takes
+    rows = ["sda          " + f" {v:16d}" for v in (2**53 - 1, 2**53, 10**16 - 1)]
+    mat = np.frombuffer("".join(rows).encode(), dtype=np.uint8).reshape(3, -1)
+    for how, (values, ok) in _decoders(mat, rows, [(13, 30)]):
+        assert ok.tolist() == [True, False, False], how
+        assert values[0][0] == float(2**53 - 1), how
 
 
 def test_device_names_are_grouped_exactly_even_when_their_hashes_collide(

@@ -1,0 +1,167 @@
+"""The iostat importer's C kernels (importers/iostat_kernels.c via importers/native.py) give
+exactly what the numpy routines they replace give.
+
+test_iostat_text.py runs every importer test with both; here each kernel is compared with
+its numpy reference (and the decoder with a slow reference) on generated input, including
+the decoder's three ways of reading a range (SSE4.1, two words, place by place), whose
+tests against the slow reference are in test_iostat_text.py.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from iogauge.importers import iostat_text, native
+from iogauge.importers.base import Source
+
+FIX = Path(__file__).resolve().parents[2] / "fixtures" / "iostat"
+
+
+
+def _kernels() -> native.Kernels:
+    kern = native.kernels()
+    if kern is None:
+        pytest.skip("the native iostat kernels are not built (no C compiler?)")
+    return kern
+
+
+def test_kernels_are_built_and_fresh_wherever_a_c_compiler_is() -> None:
+    # make install (scripts/build_accel.py) builds them; the speed figures of
+    # benchmarks/import_speed.py are with them. A stale build (source edited since) is not
+    # loaded: re-run `make install`.
+    if shutil.which("cc") is None:
+        pytest.skip("no C compiler: the importer uses its numpy routines")
+    native.kernels.cache_clear()
+    assert native.kernels() is not None, (
+        f"{native.library_path()} is missing or was built from another {native.SOURCE}: "
+        "run `make install` (scripts/build_accel.py)")
+
+
+def test_a_stale_or_disabled_library_is_not_used(monkeypatch: pytest.MonkeyPatch) -> None:
+    _kernels()
+    monkeypatch.setattr(native, "source_sha256", lambda: "0" * 64)
+    native.kernels.cache_clear()
+    try:
+        assert native.kernels() is None
+    finally:
+        monkeypatch.undo()
+        native.kernels.cache_clear()
+    monkeypatch.setenv("IOGAUGE_PURE_PYTHON", "1")
+    native.kernels.cache_clear()
+    try:
+        assert native.kernels() is None
+    finally:
+        monkeypatch.delenv("IOGAUGE_PURE_PYTHON")
+        native.kernels.cache_clear()
+    assert native.kernels() is not None
+
+
+# ---- lines and classification -----------------------------------------------------------
+
+_TEXT = st.lists(st.sampled_from(["\n", "\r\n", "\r", " ", "\t", "a", "x", "Device",
+                                  " Device", "Linux ", "avg-cpu", "0", "12:00:01",
+                                  "01/02/2024 10:00:00 AM", "é", "\x0b"]), max_size=40)
+
+
+def _both(monkeypatch: pytest.MonkeyPatch, fn: object, *args: object) -> tuple[object, object]:
+    got = fn(*args)  # type: ignore[operator]
+    with monkeypatch.context() as mp:
+        mp.setattr(iostat_text, "_kernels", lambda: None)
+        want = fn(*args)  # type: ignore[operator]
+    return got, want
+
+
+@settings(max_examples=300, deadline=None)
+@given(parts=_TEXT)
+def test_lines_and_kinds_match_numpy(parts: list[str]) -> None:
+    _kernels()
+    buf = "".join(parts).encode()
+    with pytest.MonkeyPatch.context() as mp:
+        lines = iostat_text._Lines(buf)
+        kind = iostat_text._classify(lines)
+        mp.setattr(iostat_text, "_kernels", lambda: None)
+        ref = iostat_text._Lines(buf)
+        ref_kind = iostat_text._classify(ref)
+    assert lines.n == ref.n
+    assert lines.starts.tolist() == ref.starts.tolist()
+    assert lines.ends.tolist() == ref.ends.tolist()
+    assert kind.tolist() == ref_kind.tolist()
+
+
+@pytest.mark.parametrize("name", sorted(p.name for p in FIX.glob("*.txt")))
+def test_every_fixture_is_classified_and_parsed_alike(name: str,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    _kernels()
+    data = (FIX / name).read_bytes()
+    buf = iostat_text._utf8(data)
+    kind, ref_kind = _both(monkeypatch, lambda: iostat_text._classify(iostat_text._Lines(buf)))
+    assert kind.tolist() == ref_kind.tolist()  # type: ignore[attr-defined]
+    lines = iostat_text._Lines(buf)
+    big = np.arange(lines.n)
+    assert lines.text(big).to_list() == [buf[s:e].decode() for s, e in
+                                         zip(lines.starts.tolist(), lines.ends.tolist(),
+                                             strict=True)]
+
+    def parse() -> tuple[pl.DataFrame, list[str]]:
+        src = Source(path=name, interval_s=2.0, lenient=True)
+        try:
+            frame = iostat_text.parse(data, src).df
+        except Exception as exc:  # noqa: BLE001 - the same refusal is expected of both
+            return pl.DataFrame({"error": [str(exc)]}), []
+        return frame, [*src.notes]
+
+    (frame, notes), (ref, ref_notes) = _both(monkeypatch, parse)  # type: ignore[misc]
+    assert frame.equals(ref, null_equal=True)
+    assert notes == ref_notes
+
+
+# ---- the fixed-width decoder ----------------------------------------------------------------
+# Compared with the slow reference and the numpy decoder in test_iostat_text.py (its decoder
+# tests run every way of reading a range there, through decode_native below).
+
+
+def decode_native(rows: list[str], fields: list[tuple[int, int]], *, vector: bool
+                  ) -> tuple[list[np.ndarray], np.ndarray]:
+    """ig_decode_fixed on equal-length ``rows``, placed in a buffer with other text between
+    them (as in a piece: each line's start is an offset into it)."""
+    kern = _kernels()
+    text = "".join(r + "\n#junk#\n" for r in rows).encode()
+    width = len(rows[0])
+    starts = np.arange(len(rows), dtype=np.int64) * (width + 8)
+    dots = []
+    for a, b in fields:
+        d = text.rfind(b".", a, b)
+        dots.append(d if d >= 0 else b)
+    if any(d <= a for (a, _b), d in zip(fields, dots, strict=True)):
+        return [np.zeros(len(rows))] * len(fields), np.zeros(len(rows), dtype=bool)
+    out, ok = kern.decode_fixed(np.frombuffer(text, dtype=np.uint8), starts, fields, dots,
+                                vector=vector)
+    return list(out), ok
+
+
+# ---- device names ---------------------------------------------------------------------------
+
+@settings(max_examples=200, deadline=None)
+@given(names=st.lists(st.sampled_from(["sda", "sdb", "nvme0n1p12", "dm-0", "x y", "",
+                                       "1234567890123", "sdé", "sd\xe9a"]), min_size=1,
+                      max_size=60))
+def test_device_names_match_numpy(names: list[str]) -> None:
+    kern = _kernels()
+    lines_txt = [f"{n:<13s}  1.00".encode()[:19].ljust(19) for n in names]
+    buf = b"\n".join(lines_txt) + b"\n"
+    lines = iostat_text._Lines(buf)
+    idx = np.arange(lines.n)
+    device, valid = iostat_text._line_names(lines, idx, 19, 13)
+    mat = np.frombuffer(b"".join(lines_txt), dtype=np.uint8).reshape(len(names), 19)
+    ref, ref_valid = iostat_text._device_names(mat, 13)
+    assert device.to_list() == ref.to_list()
+    assert valid.tolist() == ref_valid.tolist()
+    assert kern.group_names(lines.arr, lines.starts, 13, max_groups=1) is None or \
+        len(set(device.to_list())) <= 1
