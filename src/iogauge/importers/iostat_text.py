@@ -1121,21 +1121,23 @@ class _Parser:
             self.banner_i.append(int(row["i"]))
             self.banner_run.append(rid)
             self.current_run = rid
-        struct = struct.with_columns(self._run_of(struct["i"]).alias("run"))
-        for rid, kind in struct.filter(pl.col("kind").is_in([_TS, _CPUH])).select(
-                "run", "kind").unique().iter_rows():
-            if kind == _TS:
-                self.runs[int(rid)].has_ts = True
-            else:
-                self.runs[int(rid)].has_cpu = True
+        run_of = self._run_of(struct["i"])
+        struct = struct.with_columns(run_of.alias("run"))
+        run_id, kind = run_of.to_numpy(), struct["kind"].to_numpy()
+        for rid in np.unique(run_id[kind == _TS]).tolist():
+            self.runs[int(rid)].has_ts = True
+        for rid in np.unique(run_id[kind == _CPUH]).tolist():
+            self.runs[int(rid)].has_cpu = True
         # a report starts at its -t stamp, else its avg-cpu header, else its first table
+        # (not a -p ALL partition table's header, which follows its disks' table)
         ts_runs = [r for r, run in self.runs.items() if run.has_ts]
         cpu_runs = [r for r, run in self.runs.items() if run.has_cpu]
-        k, run_c = pl.col("kind"), pl.col("run")
-        start = ((k == _TS) | ((k == _CPUH) & ~run_c.is_in(ts_runs))
-                 | ((k == _DEVH) & ~pl.col("line").str.contains(_PART_RE)
-                    & ~run_c.is_in(ts_runs + cpu_runs)))
-        starts = struct.filter(start)["i"].to_numpy()
+        start = (kind == _TS) | ((kind == _CPUH) & ~np.isin(run_id, ts_runs))
+        devh = np.flatnonzero((kind == _DEVH) & ~np.isin(run_id, ts_runs + cpu_runs))
+        if devh.size:
+            part = struct["line"].gather(devh).str.contains(_PART_RE).to_numpy()
+            start[devh[~part]] = True
+        starts = struct["i"].to_numpy()[start]
         first_id = self.next_report
         open_id = self.open_report
 
@@ -1216,10 +1218,11 @@ class _Parser:
     def _run_of(self, idx: pl.Series) -> pl.Series:
         """Run id of lines ``idx`` (the run of the last banner at or above, else run 0)."""
         if not self.banner_i:
-            return pl.Series([0] * idx.len(), dtype=pl.Int64)
-        banners = pl.Series(self.banner_i, dtype=pl.Int64)
-        runs = pl.Series([0, *self.banner_run], dtype=pl.Int64)
-        return runs.gather(banners.search_sorted(idx, side="right").cast(pl.Int64))
+            return pl.Series("run", np.zeros(idx.len(), dtype=np.int64))
+        runs = np.array([0, *self.banner_run], dtype=np.int64)
+        at = np.searchsorted(np.array(self.banner_i, dtype=np.int64), idx.to_numpy(),
+                             side="right")
+        return pl.Series("run", runs[at])
 
     def _leading(self, first_start: int) -> None:
         """Notes about the lines before the file's first complete report."""
@@ -1274,9 +1277,10 @@ class _Parser:
             return
         # size of the last complete report (to judge a cut last report against)
         last = int(reports["report"][-1])
-        body = struct.filter((pl.col("report") == last) & (pl.col("kind") != _BANNER)).height
-        self.last_size = (int(reports["run"][-1]),
-                          body + rows.filter(pl.col("report") == last).height)
+        tail = struct.slice(int(struct["report"].search_sorted(last, side="left")))
+        body = tail.height - int((tail["kind"] == _BANNER).sum())
+        n_rows = rows.height - int(rows["report"].search_sorted(last, side="left"))
+        self.last_size = (int(reports["run"][-1]), body + n_rows)
         self.pending.reports.append(reports)
         if rows.height:
             if rows["part"].any():
@@ -1290,18 +1294,28 @@ class _Parser:
     def _reports(self, struct: pl.DataFrame, cpu: pl.DataFrame) -> pl.DataFrame:
         # Frames are in file order, so report (and run) ids never decrease: a report's
         # first line is where its id first appears.
-        first = pl.col("report").is_first_distinct()
-        rep = struct.filter(first).select("report", "run",
-                                          (pl.col("i") + 1).alias("start_line"))
-        ts = struct.filter(pl.col("kind") == _TS).filter(first).select(
-            "report", pl.col("line").alias("ts_text"), (pl.col("i") + 1).alias("ts_line"))
-        rep = rep.join(ts, on="report", how="left", maintain_order="left")
+        # (positions found with numpy: a filter and a join per column cost more here than
+        # the arithmetic)
+        srep = struct["report"].to_numpy()
+        firsts = _first_of_each(srep)
+        ids = srep[firsts]
+        rep = struct.select(pl.col("report", "run").gather(firsts),
+                            (pl.col("i").gather(firsts) + 1).alias("start_line"))
+        # the first -t stamp line of each report, and the first avg-cpu values
+        tsp = np.flatnonzero(struct["kind"].to_numpy() == _TS)
+        tsp = tsp[_first_of_each(srep[tsp])]
+        at = np.searchsorted(ids, srep[tsp])
+        line, i = struct["line"].gather(tsp), struct["i"].gather(tsp) + 1
+        cols = [_spread(line.alias("ts_text"), at, ids.size),
+                _spread(i.alias("ts_line"), at, ids.size)]
         cpu_cols = [c for c in _CPU_TARGETS if c in cpu.columns]
-        if cpu.height:
-            rep = rep.join(cpu.filter(first).select("report", *cpu_cols), on="report",
-                           how="left", maintain_order="left")
-        else:
-            rep = rep.with_columns([pl.lit(None, pl.Float64).alias(c) for c in cpu_cols])
+        crep = cpu["report"].to_numpy()
+        cfirst = _first_of_each(crep)
+        at = np.searchsorted(ids, crep[cfirst])
+        mine = at < ids.size
+        mine[mine] = ids[at[mine]] == crep[cfirst][mine]  # reports of this frame only
+        cols += [_spread(cpu[c].gather(cfirst[mine]), at[mine], ids.size) for c in cpu_cols]
+        rep = rep.with_columns(cols)
         # ordinal of each report in its run (runs continue across pieces)
         run = rep["run"].to_numpy()
         at = np.arange(run.size)
@@ -1456,20 +1470,29 @@ class _Parser:
                 self.runs[r].nominal_s = self._no_interval(
                     self.runs[r], rep.filter(pl.col("run") == r))
         nominal = {r: float(self.runs[r].nominal_s or UNKNOWN_INTERVAL_S) for r in runs}
-        last = {r: self.runs[r].last_utc for r in runs if self.runs[r].last_utc is not None}
-        prev_state = pl.DataFrame({"run": list(last), "prev0": list(last.values())},
-                                  schema={"run": pl.Int64, "prev0": pl.Datetime("us", "UTC")})
-        frame = frame.join(prev_state, on="run", how="left", maintain_order="left")
-        prev = pl.col("ts").shift(1).over("run")
-        first = pl.int_range(pl.len()).over("run") == 0
-        prev = pl.when(first).then(pl.col("prev0")).otherwise(prev)
+        utc_us = pl.Datetime("us", "UTC")
+        if len(runs) == 1:  # the usual batch: one run, no window over runs needed
+            prev0 = pl.lit(self.runs[runs[0]].last_utc, dtype=utc_us)
+            prev = pl.when(pl.int_range(pl.len()) == 0).then(prev0).otherwise(
+                pl.col("ts").shift(1))
+            nom = pl.lit(nominal[runs[0]], dtype=pl.Float64)
+        else:
+            last = {r: self.runs[r].last_utc for r in runs if self.runs[r].last_utc is not None}
+            prev_state = pl.DataFrame({"run": list(last), "prev0": list(last.values())},
+                                      schema={"run": pl.Int64, "prev0": utc_us})
+            frame = frame.join(prev_state, on="run", how="left", maintain_order="left")
+            first = pl.int_range(pl.len()).over("run") == 0
+            prev = pl.when(first).then(pl.col("prev0")).otherwise(
+                pl.col("ts").shift(1).over("run"))
+            nom = pl.col("run").replace_strict(nominal, return_dtype=pl.Float64)
         step = (pl.col("ts") - prev).dt.total_microseconds().cast(pl.Float64) / 1e6
-        nom = pl.col("run").replace_strict(nominal, return_dtype=pl.Float64)
         interval = (pl.when(step.is_null() | (step <= 0) | ((step - nom).abs() <= 1.0))
                     .then(nom).otherwise(step))
         out = frame.select("report", "ts", interval.alias("interval_s"), "run")
-        tail = out.filter(pl.col("ts").is_not_null()).group_by("run").agg(pl.col("ts").last())
-        for r, t in tail.iter_rows():
+        # each run's last time (the next batch's first step is measured from it)
+        stamped = out.filter(pl.col("ts").is_not_null())
+        ends = _first_of_each(stamped["run"].to_numpy()[::-1])  # runs never decrease
+        for r, t in stamped.select("run", "ts").reverse()[ends].iter_rows():
             self.runs[int(r)].last_utc = t
         return out.drop("run")
 
@@ -1647,6 +1670,25 @@ class _Parser:
                              + ", ".join(f"{m} x{c}" for m, c in neg.items()))
         return df.with_columns([pl.when(bad(m)).then(None).otherwise(pl.col(m)).alias(m)
                                 for m in {*nan, *neg}])
+
+
+def _first_of_each(ids: np.ndarray) -> np.ndarray:
+    """Positions where each value of the non-decreasing ``ids`` first appears."""
+    if ids.size == 0:
+        return np.zeros(0, dtype=np.int64)
+    change = np.empty(ids.size, dtype=bool)
+    change[0] = True
+    np.not_equal(ids[1:], ids[:-1], out=change[1:])
+    return np.flatnonzero(change)
+
+
+def _spread(values: pl.Series, at: np.ndarray, n: int) -> pl.Series:
+    """``values`` placed at positions ``at`` of a series of ``n`` nulls (a left join on
+    positions already found)."""
+    if at.size == n:  # every position filled: ``at`` is 0..n-1 (sorted, distinct)
+        return values
+    out = pl.Series(values.name, [None] * n, dtype=values.dtype)
+    return out.scatter(at, values) if at.size else out
 
 
 def _trusted(reports: pl.DataFrame, devices: pl.DataFrame, rows: pl.DataFrame) -> bool:

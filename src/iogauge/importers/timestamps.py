@@ -435,7 +435,9 @@ def parse_local(texts: pl.Series, order: str, *, kind: str = "datetime") -> pl.D
         tz_span = shape.spans.get("tz")
         fmt = shape.strptime(order, until=tz_span[0] if tz_span else None)
         if fmt is not None:
-            fixed = df.filter(pl.col("t").str.contains(shape.pattern))
+            hit = df["t"].str.contains(shape.pattern)
+            whole = hit.null_count() == 0 and bool(hit.all())  # the usual case: one shape
+            fixed = df if whole else df.filter(hit)
             text = pl.col("t")
             if tz_span is not None:
                 text = text.str.slice(0, tz_span[0])
@@ -444,7 +446,7 @@ def parse_local(texts: pl.Series, order: str, *, kind: str = "datetime") -> pl.D
             parts.append(fixed.select(
                 "_i", text.str.to_datetime(fmt, time_unit="us", strict=False).alias("local"),
                 off.cast(pl.Int32).alias("offset_min")))
-            rest = df.filter(~pl.col("t").str.contains(shape.pattern))
+            rest = df.clear() if whole else df.filter(~hit)
     if rest.height:
         fields = split_stamps(rest["t"], kind=kind)
         parts.append(pl.DataFrame({
