@@ -294,6 +294,15 @@ class SampleFrame:
                 raise SchemaError("a row flagged reset=True must have every measure null")
 
 
+#: What an absent column becomes: false for the flags, null for the rest (built once: a
+#: frame is conformed per importer batch, and 60 literal expressions cost more than its
+#: select).
+_ABSENT: dict[str, pl.Expr] = {
+    name: (pl.lit(False, dtype=pl.Boolean()) if name in ("since_boot", "reset")
+           else pl.lit(None, dtype=dtype)).alias(name)
+    for name, dtype in SCHEMA.items()}
+
+
 def _conform(df: pl.DataFrame) -> pl.DataFrame:
     unknown = [c for c in df.columns if c not in SCHEMA]
     if unknown:
@@ -316,10 +325,8 @@ def _conform(df: pl.DataFrame) -> pl.DataFrame:
                     raise SchemaError(f"column {name!r} cannot be cast to {dtype}") from exc
             else:
                 exprs.append(pl.col(name))
-        elif name in ("since_boot", "reset"):
-            exprs.append(pl.lit(False, dtype=pl.Boolean()).alias(name))
         else:
-            exprs.append(pl.lit(None, dtype=dtype).alias(name))
+            exprs.append(_ABSENT[name])
     try:
         return df.select(exprs)
     except pl.exceptions.PolarsError as exc:
