@@ -1632,12 +1632,11 @@ class _Parser:
             "device_kind": ["partition" if p is not None else kind_from_name(d)
                             for d, p in zip(devices, parents, strict=True)],
         }, schema={"device": pl.String, "parent": pl.String, "device_kind": pl.String})
-        # a mapping of the few names, not a join (which would copy every column)
+        # a mapping of the few names, not a join (which would copy every column); a
+        # constant when all devices agree (no partitions, one kind: the usual log)
         joined = joined.with_columns(
-            pl.col("device").replace_strict(info["device"], info["parent"],
-                                            return_dtype=pl.String).alias("parent"),
-            pl.col("device").replace_strict(info["device"], info["device_kind"],
-                                            return_dtype=pl.String).alias("device_kind"))
+            _per_device(info, "parent").alias("parent"),
+            _per_device(info, "device_kind").alias("device_kind"))
         measures = [c for c in joined.columns if c not in (
             "i", "report", "device", "parent", "device_kind", "ts", "interval_s",
             "since_boot", "host")]
@@ -1670,6 +1669,14 @@ class _Parser:
                              + ", ".join(f"{m} x{c}" for m, c in neg.items()))
         return df.with_columns([pl.when(bad(m)).then(None).otherwise(pl.col(m)).alias(m)
                                 for m in {*nan, *neg}])
+
+
+def _per_device(info: pl.DataFrame, column: str) -> pl.Expr:
+    """``info[column]`` (one row per device) for every row, by its ``device``."""
+    values = info[column]
+    if values.n_unique() == 1:
+        return pl.lit(values[0], dtype=pl.String)
+    return pl.col("device").replace_strict(info["device"], values, return_dtype=pl.String)
 
 
 def _first_of_each(ids: np.ndarray) -> np.ndarray:
