@@ -626,12 +626,10 @@ def _scan(buf: bytes, final: bool, layouts: dict[str, _Layout]) -> _Scan:
     kind = _classify(lines)
     struct_idx = np.flatnonzero(_STRUCT_KIND[kind])
     struct_kind = kind[struct_idx]
-    has_text = np.flatnonzero(struct_kind != _CPUV)
-    text = pl.Series("line", [None] * struct_idx.size, dtype=pl.String)
-    if has_text.size == struct_idx.size:
-        text = lines.text(struct_idx)
-    elif has_text.size:
-        text = text.scatter(has_text, lines.text(struct_idx[has_text]))
+    text = lines.text(struct_idx)
+    cpu_values = struct_kind == _CPUV
+    if cpu_values.any():  # read below, not kept as text
+        text = text.set(pl.Series(cpu_values), None)
     struct = pl.DataFrame({"i": pl.Series("i", struct_idx, dtype=pl.Int64), "line": text,
                            "kind": pl.Series("kind", struct_kind, dtype=pl.UInt8)})
     rows = np.flatnonzero(kind == _ROW)
@@ -988,21 +986,27 @@ def _parse_cpu(lines: _Lines, kind: np.ndarray, struct: pl.DataFrame,
                bad: list[tuple[int, str]], unclean: list[bool]) -> pl.DataFrame:
     """avg-cpu values (the line after each avg-cpu header); fixed width like device lines,
     read by :func:`_decode_fixed`; other lines split at blanks."""
-    empty = pl.DataFrame(schema={"i": pl.Int64, **dict.fromkeys(_CPU_TARGETS, pl.Float64)})
+    def empty() -> pl.DataFrame:
+        return pl.DataFrame(schema={"i": pl.Int64, **dict.fromkeys(_CPU_TARGETS, pl.Float64)})
+
     vals = np.flatnonzero(kind == _CPUV)
     if vals.size == 0:
-        return empty
+        return empty()
     has_header = kind[vals - 1] == _CPUH
     for i in vals[~has_header].tolist():
         bad.append((i + 1, "avg-cpu values without their header"))
     vals = vals[has_header]
     if vals.size == 0:
-        return empty
-    heads = struct.filter(pl.col("kind") == _CPUH)
-    htext = heads["line"].gather(pl.Series("at", np.searchsorted(heads["i"].to_numpy(), vals - 1)))
+        return empty()
+    # the header of each values line, as a code into its few distinct texts
+    heads = np.flatnonzero(struct["kind"].to_numpy() == _CPUH)
+    htext = struct["line"].gather(heads)
     texts = htext.unique(maintain_order=True).to_list()
-    code = (htext.replace_strict({t: k for k, t in enumerate(texts)}, return_dtype=pl.Int64)
-            .to_numpy() if len(texts) > 1 else np.zeros(vals.size, dtype=np.int64))
+    code = np.zeros(vals.size, dtype=np.int64)
+    if len(texts) > 1:
+        head_code = htext.replace_strict({t: k for k, t in enumerate(texts)},
+                                         return_dtype=pl.Int64).to_numpy()
+        code = head_code[np.searchsorted(struct["i"].to_numpy()[heads], vals - 1)]
     out: list[pl.DataFrame] = []
     for c, text in enumerate(texts):
         grp = vals[code == c]
@@ -1041,7 +1045,9 @@ def _parse_cpu(lines: _Lines, kind: np.ndarray, struct: pl.DataFrame,
                 frame = frame.filter(good)
             out.append(frame)
     if not out:
-        return empty
+        return empty()
+    if len(out) == 1 and len(texts) == 1 and out[0].height == vals.size:
+        return out[0]  # every line read by the fixed-width decoder: already in file order
     return pl.concat(out, how="diagonal_relaxed").sort("i")
 
 
