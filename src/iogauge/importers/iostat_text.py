@@ -487,7 +487,7 @@ class _Scan:
     Attributes:
         n_lines: lines in the piece.
         struct: banner, stamp, avg-cpu, avg-cpu values and Device header lines
-            (``i``, ``line``, ``kind``; ``line`` is null for avg-cpu values, read here).
+            (``i``, ``line``, ``kind``; the avg-cpu values are read here, into ``cpu``).
         rows: parsed device lines (``i``, ``device``, ``part`` flag, measures).
         cpu: avg-cpu values (``i`` of the values line, cpu_* columns).
         orphans: indices of lines that are not in any table.
@@ -627,9 +627,6 @@ def _scan(buf: bytes, final: bool, layouts: dict[str, _Layout]) -> _Scan:
     struct_idx = np.flatnonzero(_STRUCT_KIND[kind])
     struct_kind = kind[struct_idx]
     text = lines.text(struct_idx)
-    cpu_values = struct_kind == _CPUV
-    if cpu_values.any():  # read below, not kept as text
-        text = text.set(pl.Series(cpu_values), None)
     struct = pl.DataFrame({"i": pl.Series("i", struct_idx, dtype=pl.Int64), "line": text,
                            "kind": pl.Series("kind", struct_kind, dtype=pl.UInt8)})
     rows = np.flatnonzero(kind == _ROW)
