@@ -515,3 +515,76 @@ int64_t ig_group_names(const uint8_t *buf, const int64_t *rows, int64_t k, int32
     free(table);
     return groups;
 }
+
+/* Whether bytes a and b (of two lines of the same length) have the same shape: equal, or
+   both ASCII digits. */
+static inline int same_shape(const uint8_t *a, const uint8_t *b, int64_t len)
+{
+    for (int64_t i = 0; i < len; i++) {
+        uint8_t x = a[i], y = b[i];
+        if (x != y && !((uint8_t)(x - '0') < 10 && (uint8_t)(y - '0') < 10))
+            return 0;
+    }
+    return 1;
+}
+
+/*
+ * The lines idx[0..m) grouped by shape: two lines have the same shape when they have the
+ * same length and differ only where both have an ASCII digit (compared exactly; a hash of
+ * the shape only finds the candidates). code[i] is the group of line idx[i], numbered in
+ * order of first appearance; first[g] is the position in idx of group g's first line.
+ * Returns the number of groups, or -1 beyond max_groups. iostat_text._classify tests its
+ * time-stamp patterns, which treat all digits alike, once per group.
+ */
+int64_t ig_group_shapes(const uint8_t *buf, const int64_t *starts, const int64_t *ends,
+                        const int64_t *idx, int64_t m, int64_t max_groups, uint32_t *code,
+                        int64_t *first)
+{
+    int64_t size = 64;
+    while (size < 2 * max_groups)
+        size <<= 1;
+    int64_t *table = calloc((size_t)size, sizeof(int64_t)); /* group + 1, 0 = empty */
+    uint64_t *hashes = malloc((size_t)(max_groups > 0 ? max_groups : 1) * sizeof(uint64_t));
+    if (!table || !hashes) {
+        free(table);
+        free(hashes);
+        return -1;
+    }
+    int64_t groups = 0;
+    for (int64_t i = 0; i < m; i++) {
+        const uint8_t *p = buf + starts[idx[i]];
+        int64_t len = ends[idx[i]] - starts[idx[i]];
+        uint64_t h = 1469598103934665603ULL ^ (uint64_t)len;
+        for (int64_t j = 0; j < len; j++) { /* FNV-1a of the shape */
+            uint8_t c = p[j];
+            h ^= (uint8_t)(c - '0') < 10 ? '0' : c;
+            h *= 1099511628211ULL;
+        }
+        int64_t at = (int64_t)(h & (uint64_t)(size - 1));
+        int64_t g;
+        for (;;) {
+            int64_t slot = table[at];
+            if (slot == 0) {
+                if (groups >= max_groups) {
+                    free(table);
+                    free(hashes);
+                    return -1;
+                }
+                g = groups++;
+                table[at] = g + 1;
+                first[g] = i;
+                hashes[g] = h;
+                break;
+            }
+            g = slot - 1;
+            int64_t r = idx[first[g]];
+            if (hashes[g] == h && ends[r] - starts[r] == len && same_shape(p, buf + starts[r], len))
+                break;
+            at = (at + 1) & (size - 1);
+        }
+        code[i] = (uint32_t)g;
+    }
+    free(table);
+    free(hashes);
+    return groups;
+}

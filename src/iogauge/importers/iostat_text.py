@@ -553,7 +553,16 @@ def _classify(lines: _Lines) -> np.ndarray:
         kind[ws] = np.where(blank, _BLANK, _ROW)
     digit = np.flatnonzero(kind == _TS_CAND)
     if digit.size:
-        kind[digit] = np.where(_is_stamp(lines.text(digit)), _TS, _ROW)
+        # The stamp patterns treat every ASCII digit alike (\d, no digit literals): a line
+        # is a stamp when its shape's first line is. A piece's thousands of stamps have a
+        # handful of shapes.
+        shapes = kern.group_shapes(lines.arr, lines.starts, lines.ends, digit)
+        if shapes is None:
+            kind[digit] = np.where(_is_stamp(lines.text(digit)), _TS, _ROW)
+        else:
+            code, first = shapes
+            stamp = _is_stamp(lines.text(digit[first]))
+            kind[digit] = np.where(stamp[code], _TS, _ROW)
     el = np.flatnonzero(kind == _BANNER_CAND)
     if el.size:
         banner = lines.text(el).str.contains(_BANNER_RE).to_numpy()

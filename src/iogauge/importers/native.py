@@ -76,6 +76,21 @@ class Kernels:
         n = self.lib.ig_gather_lines(arr, starts, ends, idx, idx.size, out)
         return out[:n].tobytes()
 
+    def group_shapes(self, arr: np.ndarray, starts: np.ndarray, ends: np.ndarray,
+                     idx: np.ndarray, max_groups: int = 1 << 12
+                     ) -> tuple[np.ndarray, np.ndarray] | None:
+        """(group of each line of ``idx``, position in ``idx`` of each group's first line)
+        by shape (see ``ig_group_shapes``); None beyond ``max_groups`` shapes."""
+        idx = np.ascontiguousarray(idx, dtype=np.int64)
+        m = idx.size
+        cap = min(m, max_groups)
+        code = np.empty(m, dtype=np.uint32)
+        first = np.empty(cap + 1, dtype=np.int64)
+        n = self.lib.ig_group_shapes(arr, starts, ends, idx, m, cap, code, first)
+        if n < 0:
+            return None
+        return code, first[:n]
+
     def classify(self, arr: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
         """First-pass kind of every line (K_* codes of ``iostat_kernels.c``)."""
         kind = np.empty(starts.size, dtype=np.uint8)
@@ -122,6 +137,8 @@ def _bind(lib: ctypes.CDLL) -> None:
     lib.ig_count.argtypes = [_U8P, i64, i32]
     lib.ig_gather_lines.restype = i64
     lib.ig_gather_lines.argtypes = [_U8P, _I64P, _I64P, _I64P, i64, _U8P]
+    lib.ig_group_shapes.restype = i64
+    lib.ig_group_shapes.argtypes = [_U8P, _I64P, _I64P, _I64P, i64, i64, _U32P, _I64P]
     lib.ig_classify.restype = None
     lib.ig_classify.argtypes = [_U8P, _I64P, _I64P, i64, _U8P]
     lib.ig_decode_fixed.restype = None

@@ -9,6 +9,7 @@ tests against the slow reference are in test_iostat_text.py.
 
 from __future__ import annotations
 
+import re
 import shutil
 from pathlib import Path
 
@@ -165,3 +166,24 @@ def test_device_names_match_numpy(names: list[str]) -> None:
     assert valid.tolist() == ref_valid.tolist()
     assert kern.group_names(lines.arr, lines.starts, 13, max_groups=1) is None or \
         len(set(device.to_list())) <= 1
+
+
+# ---- time-stamp shapes -----------------------------------------------------------------------
+
+@settings(max_examples=200, deadline=None)
+@given(lines=st.lists(st.text(alphabet="0123456789/: APM年\u0663x", max_size=12), min_size=1,
+                      max_size=40))
+def test_lines_are_grouped_by_their_digit_shape_exactly(lines: list[str]) -> None:
+    kern = _kernels()
+    buf = ("\n".join(lines) + "\n").encode()
+    parsed = iostat_text._Lines(buf)
+    idx = np.arange(parsed.n)
+    grouped = kern.group_shapes(parsed.arr, parsed.starts, parsed.ends, idx)
+    assert grouped is not None
+    code, first = grouped
+    shape = [re.sub(r"[0-9]", "0", line) for line in lines]  # ASCII digits only
+    # same group exactly when same shape; groups numbered by first appearance
+    assert [shape[i] for i in first.tolist()] == list(dict.fromkeys(shape))
+    assert [shape[first[c]] for c in code.tolist()] == shape
+    assert kern.group_shapes(parsed.arr, parsed.starts, parsed.ends, idx,
+                             max_groups=len(set(shape)) - 1) is None
