@@ -64,7 +64,9 @@ class Kernels:
         cap = self.lib.ig_count(arr, arr.size, 10) + 1
         starts = np.empty(cap, dtype=np.int64)
         ends = np.empty(cap, dtype=np.int64)
-        n = self.lib.ig_lines(arr, arr.size, starts, ends)
+        n = self.lib.ig_lines(arr, arr.size, starts, ends, cap)
+        if n < 0:  # pragma: no cover - ig_count and ig_lines disagree
+            raise RuntimeError("iostat kernels: more lines than newlines counted")
         return starts[:n], ends[:n]
 
     def gather_lines(self, arr: np.ndarray, starts: np.ndarray, ends: np.ndarray,
@@ -132,7 +134,7 @@ def _bind(lib: ctypes.CDLL) -> None:
     lib.ig_source_sha256.restype = ctypes.c_char_p
     lib.ig_source_sha256.argtypes = []
     lib.ig_lines.restype = i64
-    lib.ig_lines.argtypes = [_U8P, i64, _I64P, _I64P]
+    lib.ig_lines.argtypes = [_U8P, i64, _I64P, _I64P, i64]
     lib.ig_count.restype = i64
     lib.ig_count.argtypes = [_U8P, i64, i32]
     lib.ig_gather_lines.restype = i64

@@ -96,6 +96,22 @@ def test_lines_and_kinds_match_numpy(parts: list[str]) -> None:
     assert kind.tolist() == ref_kind.tolist()
 
 
+@settings(max_examples=100, deadline=None)
+@given(data=st.binary(max_size=9000), extra=st.lists(st.integers(0, 8999), max_size=600))
+def test_newlines_are_counted_like_bytes_count(data: bytes, extra: list[int]) -> None:
+    # blocks of 255 x 16 bytes are summed at once: inputs cross that boundary
+    kern = _kernels()
+    buf = bytearray(data.ljust(len(data) + len(extra) * 7, b"x"))
+    for at in extra:
+        if at < len(buf):
+            buf[at] = 10
+    text = bytes(buf)
+    arr = np.frombuffer(text, dtype=np.uint8)
+    assert kern.lib.ig_count(arr, arr.size, 10) == text.count(b"\n")
+    starts, _ends = kern.lines(text, arr)
+    assert starts.size == text.count(b"\n") + (1 if text and not text.endswith(b"\n") else 0)
+
+
 @pytest.mark.parametrize("name", sorted(p.name for p in FIX.glob("*.txt")))
 def test_every_fixture_is_classified_and_parsed_alike(name: str,
                                                       monkeypatch: pytest.MonkeyPatch) -> None:
