@@ -351,18 +351,18 @@ def _layout(text: str) -> _Layout:
 # ---- reading -------------------------------------------------------------------------------
 
 
-def _utf8(buf: bytes) -> bytes:
+def _utf8(buf: bytes | bytearray) -> bytes | bytearray:
     """``buf`` as UTF-8 text: a piece that is not (a Latin-1 host name, an EUC-JP time stamp,
     a byte-order mark) is decoded as :func:`.io.decode` reads it and encoded once."""
     if buf.startswith((b"\xef\xbb\xbf", b"\xff\xfe", b"\xfe\xff")) or \
             (len(buf) >= 4 and buf[1:2] == b"\x00" and buf[3:4] == b"\x00"):
-        return decode(buf).encode("utf-8")
+        return decode(bytes(buf)).encode("utf-8")
     if buf.isascii():
         return buf
     try:
         buf.decode("utf-8")
     except UnicodeDecodeError:
-        return decode(buf).encode("utf-8")
+        return decode(bytes(buf)).encode("utf-8")
     return buf
 
 
@@ -382,7 +382,7 @@ class _Lines:
         n: number of lines.
     """
 
-    def __init__(self, buf: bytes) -> None:
+    def __init__(self, buf: bytes | bytearray) -> None:
         self.buf = buf
         self.arr = np.frombuffer(buf, dtype=np.uint8)
         kern = _kernels()
@@ -412,8 +412,8 @@ class _Lines:
             joined = kern.gather_lines(self.arr, self.starts, self.ends, idx)
             return pl.Series("line", joined.split(b"\n")[:-1], dtype=pl.Binary).cast(pl.String)
         buf = self.buf
-        parts = [buf[s:e] for s, e in zip(self.starts[idx].tolist(), self.ends[idx].tolist(),
-                                          strict=True)]
+        parts = [bytes(buf[s:e]) for s, e in zip(self.starts[idx].tolist(),
+                                                 self.ends[idx].tolist(), strict=True)]
         return pl.Series("line", parts, dtype=pl.Binary).cast(pl.String)
 
     def matrix(self, idx: np.ndarray, width: int) -> np.ndarray:
@@ -442,12 +442,15 @@ class _Lines:
         return ok
 
 
-def _chunks(stream: BinaryIO, chunk_bytes: int) -> Iterator[tuple[bytes, bool]]:
-    """(bytes, last) for pieces of ``stream`` cut just after a blank line.
+def _chunks(stream: BinaryIO, chunk_bytes: int) -> Iterator[tuple[bytearray, bool]]:
+    """(piece, last) for pieces of ``stream`` cut just after a blank line.
 
     iostat never puts a blank line inside a device table, so every device line of a piece
     has its ``Device`` header in the same piece: pieces can be scanned independently (and
     in parallel). A piece without any blank line grows until one comes.
+
+    Each piece is a new buffer that the stream is read into (``readinto``: the text after
+    the last blank line is the only copy), so a piece is never copied whole.
     """
     first = stream.read(4)
     if first.startswith((b"\xff\xfe", b"\xfe\xff")) or \
@@ -458,11 +461,10 @@ def _chunks(stream: BinaryIO, chunk_bytes: int) -> Iterator[tuple[bytes, bool]]:
         first = b""
     elif first.startswith(b"\xef\xbb\xbf"):
         first = first[3:]
-    carry = first
+    carry: bytes | bytearray = first
     while True:
-        block = stream.read(chunk_bytes)
-        buf = carry + block if carry else block
-        if not block:
+        buf, got = _read_after(stream, carry, chunk_bytes)
+        if not got:
             yield buf, True  # possibly empty: it closes the last report
             return
         cut = buf.rfind(b"\n\n")
@@ -473,9 +475,32 @@ def _chunks(stream: BinaryIO, chunk_bytes: int) -> Iterator[tuple[bytes, bool]]:
             carry = buf
             continue
         cut = buf.index(b"\n", cut + 1) + 1  # just after the blank line
-        piece = buf[:cut]
-        carry = buf[cut:]
-        yield piece, False
+        carry = bytes(buf[cut:])
+        del buf[cut:]
+        yield buf, False
+
+
+def _read_after(stream: BinaryIO, carry: bytes | bytearray, size: int) -> tuple[bytearray, int]:
+    """``carry`` then up to ``size`` bytes of ``stream`` (fewer only at its end) in one new
+    buffer; returns it and the number of bytes read."""
+    buf = bytearray(len(carry) + size)
+    buf[:len(carry)] = carry
+    got = 0
+    readinto = getattr(stream, "readinto", None)
+    with memoryview(buf) as view:
+        while got < size:
+            at = len(carry) + got
+            if readinto is not None:
+                n = readinto(view[at:]) or 0
+            else:  # a stream without readinto (rare): read and place
+                block = stream.read(size - got)
+                n = len(block)
+                view[at:at + n] = block
+            if not n:
+                break
+            got += n
+    del buf[len(carry) + got:]
+    return buf, got
 
 
 @dataclass
@@ -623,12 +648,14 @@ def _frame_of(lines: _Lines, idx: np.ndarray) -> pl.DataFrame:
     return pl.DataFrame({"i": pl.Series("i", idx, dtype=pl.Int64), "line": lines.text(idx)})
 
 
-def _scan(buf: bytes, final: bool, layouts: dict[str, _Layout]) -> _Scan:
+def _scan(buf: bytes | bytearray, final: bool, layouts: dict[str, _Layout]) -> _Scan:
     """Phase A: classify the lines of a piece and read its device and avg-cpu lines.
 
     Line indices are the piece's own (0 = its first line): the pieces' scans may run in
     parallel, before the number of lines above a piece is known (:func:`_shift`)."""
     buf = _utf8(buf)
+    if _kernels() is None:
+        buf = bytes(buf)  # the numpy routines slice lines out of it as bytes
     lines = _Lines(buf)
     n = lines.n
     newline = not buf or buf.endswith(b"\n")

@@ -58,7 +58,7 @@ class Kernels:
 
     lib: ctypes.CDLL
 
-    def lines(self, buf: bytes, arr: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def lines(self, buf: bytes | bytearray, arr: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(starts, ends) of the lines of ``buf`` (``arr``: it as uint8, no copy), as
         ``iostat_text._Lines`` finds them."""
         cap = self.lib.ig_count(arr, arr.size, 10) + 1
