@@ -560,6 +560,29 @@ def _is_stamp(text: pl.Series) -> np.ndarray:
             & text.str.contains(r"[:時时시]")).to_numpy()
 
 
+#: Verdicts of :func:`_is_stamp` per line shape (digits read as 0), kept across pieces and
+#: files: testing one line costs compiling the patterns (~1 ms), more than the piece's
+#: other classification work. Bounded: cleared when it holds :data:`_SHAPES_KEPT`.
+_STAMP_SHAPES: dict[str, bool] = {}
+_SHAPES_KEPT = 4096
+_ZERO_DIGITS = str.maketrans("123456789", "000000000")
+
+
+def _stamp_shapes(text: pl.Series) -> np.ndarray:
+    """:func:`_is_stamp` of lines of distinct shapes, remembered by shape."""
+    shapes = [t.translate(_ZERO_DIGITS) for t in text.to_list()]
+    known = {sh: _STAMP_SHAPES.get(sh) for sh in shapes}  # (scans may run in threads)
+    todo = [k for k, sh in enumerate(shapes) if known[sh] is None]
+    if todo:
+        verdicts = _is_stamp(text.gather(todo)).tolist()
+        found = {shapes[k]: bool(v) for k, v in zip(todo, verdicts, strict=True)}
+        known.update(found)
+        if len(_STAMP_SHAPES) + len(found) > _SHAPES_KEPT:
+            _STAMP_SHAPES.clear()
+        _STAMP_SHAPES.update(found)
+    return np.array([known[sh] for sh in shapes], dtype=bool)
+
+
 def _classify(lines: _Lines) -> np.ndarray:
     """Kind of every line: the first byte decides for most lines (device lines start with
     a name); exact tests run only on lines whose first byte allows a banner, stamp,
@@ -586,7 +609,7 @@ def _classify(lines: _Lines) -> np.ndarray:
             kind[digit] = np.where(_is_stamp(lines.text(digit)), _TS, _ROW)
         else:
             code, first = shapes
-            stamp = _is_stamp(lines.text(digit[first]))
+            stamp = _stamp_shapes(lines.text(digit[first]))
             kind[digit] = np.where(stamp[code], _TS, _ROW)
     el = np.flatnonzero(kind == _BANNER_CAND)
     if el.size:
