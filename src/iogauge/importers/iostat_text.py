@@ -116,11 +116,10 @@ import os
 import re
 from collections import deque
 from collections.abc import Iterator
-from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import BinaryIO
+from typing import TYPE_CHECKING, BinaryIO
 
 import numpy as np
 import polars as pl
@@ -133,6 +132,9 @@ from iogauge.importers import timestamps as tsx
 from iogauge.importers.base import MAX_LISTED_SKIPS, Source
 from iogauge.importers.io import decode
 from iogauge.model.sampleframe import DEVICE_KINDS, SampleFrame
+
+if TYPE_CHECKING:
+    from concurrent.futures import Future
 
 NAME = "iostat"
 DESCRIPTION = ("sysstat iostat text, 5.x to 12.x (-x or basic, -t, -p ALL, -z, -k/-m/sectors, "
@@ -1849,6 +1851,10 @@ def iter_parse(stream: BinaryIO, source: Source, *, chunk_bytes: int = CHUNK_BYT
         for buf, last in _chunks(stream, chunk_bytes):
             yield from take(_scan(buf, last, parser.layouts), len(buf), last)
     else:
+        # imported here: only machines with more than two CPUs scan in threads, and the
+        # module costs ~15 ms of every start-up
+        from concurrent.futures import ThreadPoolExecutor  # noqa: PLC0415
+
         queue: deque[tuple[Future[_Scan], int, bool]] = deque()
         with ThreadPoolExecutor(max_workers=workers) as pool:
             for buf, last in _chunks(stream, chunk_bytes):
