@@ -446,6 +446,67 @@ void ig_decode_fixed(const uint8_t *buf, const int64_t *rows, int64_t k, int32_t
         free(plans);
 }
 
+/*
+ * Groups of equal items by open addressing: a hash finds the candidates, `same` decides
+ * (so a hash collision never merges two groups). first[g] is the item that opened group g.
+ */
+typedef struct {
+    int64_t *slots;   /* group + 1; 0 = empty */
+    uint64_t *hashes; /* of each group */
+    int64_t *first;
+    int64_t size, groups, max_groups;
+} group_table;
+
+static int table_open(group_table *t, int64_t max_groups, int64_t *first)
+{
+    t->size = 64;
+    while (t->size < 2 * max_groups)
+        t->size <<= 1;
+    t->slots = calloc((size_t)t->size, sizeof(int64_t));
+    t->hashes = malloc((size_t)(max_groups > 0 ? max_groups : 1) * sizeof(uint64_t));
+    t->first = first;
+    t->groups = 0;
+    t->max_groups = max_groups;
+    if (!t->slots || !t->hashes) {
+        free(t->slots);
+        free(t->hashes);
+        return 0;
+    }
+    return 1;
+}
+
+static int64_t table_close(group_table *t, int64_t result)
+{
+    free(t->slots);
+    free(t->hashes);
+    return result;
+}
+
+/* The group of `item` (hash h): an existing one whose first item `same` finds equal, else a
+   new one; -1 when max_groups are taken. */
+static inline int64_t table_group(group_table *t, uint64_t h, int64_t item,
+                                  int (*same)(const void *ctx, int64_t a, int64_t b),
+                                  const void *ctx)
+{
+    int64_t at = (int64_t)(h & (uint64_t)(t->size - 1));
+    for (;;) {
+        int64_t slot = t->slots[at];
+        if (slot == 0) {
+            if (t->groups >= t->max_groups)
+                return -1;
+            int64_t g = t->groups++;
+            t->slots[at] = g + 1;
+            t->hashes[g] = h;
+            t->first[g] = item;
+            return g;
+        }
+        int64_t g = slot - 1;
+        if (t->hashes[g] == h && same(ctx, t->first[g], item))
+            return g;
+        at = (at + 1) & (t->size - 1);
+    }
+}
+
 /* Hash of the first `width` bytes at p: 8-byte words mixed by multiplication (FNV-1a for
    fields shorter than a word). Equal fields hash equal; groups are compared exactly. */
 static inline uint64_t name_hash(const uint8_t *p, int32_t width)
@@ -480,51 +541,39 @@ static inline uint64_t name_hash(const uint8_t *p, int32_t width)
  * Returns the number of groups, or -1 when there are more than max_groups (the caller then
  * uses the reference routine).
  */
+typedef struct {
+    const uint8_t *buf;
+    const int64_t *rows;
+    int32_t width;
+} names_ctx;
+
+static int same_name(const void *ctx, int64_t a, int64_t b)
+{
+    const names_ctx *c = ctx;
+    return memcmp(c->buf + c->rows[a], c->buf + c->rows[b], (size_t)c->width) == 0;
+}
+
 int64_t ig_group_names(const uint8_t *buf, const int64_t *rows, int64_t k, int32_t width,
                        int64_t max_groups, uint32_t *code, int64_t *first)
 {
-    int64_t size = 64;
-    while (size < 2 * max_groups)
-        size <<= 1;
-    int64_t *table = malloc((size_t)size * sizeof(int64_t)); /* group + 1, 0 = empty */
-    if (!table)
+    group_table t;
+    if (!table_open(&t, max_groups, first))
         return -1;
-    memset(table, 0, (size_t)size * sizeof(int64_t));
-    int64_t groups = 0;
+    names_ctx ctx = {buf, rows, width};
     int64_t last_row = -1, last_group = -1; /* names repeat in runs: try the last one first */
     for (int64_t r = 0; r < k; r++) {
         const uint8_t *p = buf + rows[r];
-        if (last_row >= 0 && memcmp(p, buf + last_row, (size_t)width) == 0) {
-            code[r] = (uint32_t)last_group;
-            last_row = rows[r];
-            continue;
-        }
-        uint64_t h = name_hash(p, width);
-        int64_t at = (int64_t)(h & (uint64_t)(size - 1));
-        int64_t g;
-        for (;;) {
-            int64_t slot = table[at];
-            if (slot == 0) {
-                if (groups >= max_groups) {
-                    free(table);
-                    return -1;
-                }
-                g = groups++;
-                table[at] = g + 1;
-                first[g] = r;
-                break;
-            }
-            g = slot - 1;
-            if (memcmp(p, buf + rows[first[g]], (size_t)width) == 0)
-                break;
-            at = (at + 1) & (size - 1);
+        int64_t g = last_group;
+        if (!(last_row >= 0 && memcmp(p, buf + last_row, (size_t)width) == 0)) {
+            g = table_group(&t, name_hash(p, width), r, same_name, &ctx);
+            if (g < 0)
+                return table_close(&t, -1);
         }
         code[r] = (uint32_t)g;
         last_row = rows[r];
         last_group = g;
     }
-    free(table);
-    return groups;
+    return table_close(&t, t.groups);
 }
 
 /* Whether bytes a and b (of two lines of the same length) have the same shape: equal, or
@@ -547,21 +596,28 @@ static inline int same_shape(const uint8_t *a, const uint8_t *b, int64_t len)
  * Returns the number of groups, or -1 beyond max_groups. iostat_text._classify tests its
  * time-stamp patterns, which treat all digits alike, once per group.
  */
+typedef struct {
+    const uint8_t *buf;
+    const int64_t *starts, *ends, *idx;
+} shapes_ctx;
+
+static int same_line_shape(const void *ctx, int64_t a, int64_t b)
+{
+    const shapes_ctx *c = ctx;
+    int64_t ra = c->idx[a], rb = c->idx[b];
+    int64_t len = c->ends[ra] - c->starts[ra];
+    return c->ends[rb] - c->starts[rb] == len
+           && same_shape(c->buf + c->starts[ra], c->buf + c->starts[rb], len);
+}
+
 int64_t ig_group_shapes(const uint8_t *buf, const int64_t *starts, const int64_t *ends,
                         const int64_t *idx, int64_t m, int64_t max_groups, uint32_t *code,
                         int64_t *first)
 {
-    int64_t size = 64;
-    while (size < 2 * max_groups)
-        size <<= 1;
-    int64_t *table = calloc((size_t)size, sizeof(int64_t)); /* group + 1, 0 = empty */
-    uint64_t *hashes = malloc((size_t)(max_groups > 0 ? max_groups : 1) * sizeof(uint64_t));
-    if (!table || !hashes) {
-        free(table);
-        free(hashes);
+    group_table t;
+    if (!table_open(&t, max_groups, first))
         return -1;
-    }
-    int64_t groups = 0;
+    shapes_ctx ctx = {buf, starts, ends, idx};
     for (int64_t i = 0; i < m; i++) {
         const uint8_t *p = buf + starts[idx[i]];
         int64_t len = ends[idx[i]] - starts[idx[i]];
@@ -571,31 +627,10 @@ int64_t ig_group_shapes(const uint8_t *buf, const int64_t *starts, const int64_t
             h ^= (uint8_t)(c - '0') < 10 ? '0' : c;
             h *= 1099511628211ULL;
         }
-        int64_t at = (int64_t)(h & (uint64_t)(size - 1));
-        int64_t g;
-        for (;;) {
-            int64_t slot = table[at];
-            if (slot == 0) {
-                if (groups >= max_groups) {
-                    free(table);
-                    free(hashes);
-                    return -1;
-                }
-                g = groups++;
-                table[at] = g + 1;
-                first[g] = i;
-                hashes[g] = h;
-                break;
-            }
-            g = slot - 1;
-            int64_t r = idx[first[g]];
-            if (hashes[g] == h && ends[r] - starts[r] == len && same_shape(p, buf + starts[r], len))
-                break;
-            at = (at + 1) & (size - 1);
-        }
+        int64_t g = table_group(&t, h, i, same_line_shape, &ctx);
+        if (g < 0)
+            return table_close(&t, -1);
         code[i] = (uint32_t)g;
     }
-    free(table);
-    free(hashes);
-    return groups;
+    return table_close(&t, t.groups);
 }
