@@ -345,6 +345,12 @@ def _psi_cpu_us() -> int | None:
 MAX_CPU_PRESSURE = 0.25
 
 
+#: The emulator's server runs SCHED_RR: within the VM nothing delays its replies by a
+#: millisecond. When its 99th-percentile reply lateness is above this in every run, the VM
+#: itself was not given a CPU (the hypervisor's steal time, which PSI does not see).
+MAX_SERVER_LATENESS_P99_S = 1e-3
+
+
 def _contended(runs: list[Measured]) -> str | None:
     """A reason to skip real-time assertions, when the machine was saturated by others."""
     pressures = [m.cpu_pressure for m in runs if m.cpu_pressure is not None]
@@ -352,6 +358,12 @@ def _contended(runs: list[Measured]) -> str | None:
         return (f"CPU pressure {max(pressures) * 100:.0f} % (PSI some) during the runs, load "
                 f"average {os.getloadavg()[0]:.1f}: other work starves the kernel's loop "
                 "worker, so real-time accuracy cannot be judged here; CI runs alone")
+    late = [m.server.get("lateness_p99_s") for m in runs]
+    if late and all(x is not None and x > MAX_SERVER_LATENESS_P99_S for x in late):
+        return ("the emulator's SCHED_RR server replied late in every run (p99 "
+                f"{min(x for x in late if x is not None) * 1e3:.1f} ms or more): the VM was "
+                "not given a CPU (hypervisor steal), so real-time accuracy cannot be judged "
+                "here")
     return None
 
 
