@@ -446,7 +446,8 @@ def parse_local(texts: pl.Series, order: str, *, kind: str = "datetime") -> pl.D
             parts.append(fixed.select(
                 "_i", text.str.to_datetime(fmt, time_unit="us", strict=False).alias("local"),
                 off.cast(pl.Int32).alias("offset_min")))
-            rest = df.clear() if whole else df.filter(~hit)
+            # the rest: other shapes, and null texts (a null row, not a missing one)
+            rest = df.clear() if whole else df.filter((~hit).fill_null(True))
     if rest.height:
         fields = split_stamps(rest["t"], kind=kind)
         parts.append(pl.DataFrame({
