@@ -634,3 +634,74 @@ int64_t ig_group_shapes(const uint8_t *buf, const int64_t *starts, const int64_t
     }
     return table_close(&t, t.groups);
 }
+
+/*
+ * Time stamps of one fixed shape as wall-clock microseconds since 1970 (the steady path of
+ * iostat_text; timestamps.parse_local is the reference and reads them with chrono's
+ * strptime). Line idx[i] (starts[idx[i]]) must be exactly len bytes: where cls[j] is 0
+ * byte j equals tmpl[j], 1 an ASCII digit, 2 one of "AaPp", 3 "M" or "m". at[0..11] are the
+ * (offset, length) of year, month, day, hour, minute and second (length 0: absent, read as
+ * 0); ampm is the offset of the AM/PM mark (-1: a 24-hour clock). A two-digit year is
+ * chrono's %y (00-69: 20xx, 70-99: 19xx). out[i] is the time; ok[i] is 0 where the line
+ * does not have the shape or a value is impossible (month 13, 30 February, hour 0 on a
+ * 12-hour clock, second 60: chrono reads a leap second, this kernel leaves it to chrono).
+ * Returns the number of lines not ok.
+ */
+static int32_t read_digits(const uint8_t *p, int32_t at, int32_t len)
+{
+    int32_t v = 0;
+    for (int32_t j = 0; j < len; j++)
+        v = v * 10 + (p[at + j] - '0');
+    return v;
+}
+
+int64_t ig_stamps(const uint8_t *buf, const int64_t *starts, const int64_t *ends,
+                  const int64_t *idx, int64_t n, const uint8_t *tmpl, const uint8_t *cls,
+                  int32_t len, const int32_t *at, int32_t ampm, int64_t *out, uint8_t *ok)
+{
+    static const int32_t mdays[12] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+    int64_t bad = 0;
+    for (int64_t i = 0; i < n; i++) {
+        const uint8_t *p = buf + starts[idx[i]];
+        int good = ends[idx[i]] - starts[idx[i]] == len;
+        for (int32_t j = 0; good && j < len; j++) {
+            uint8_t c = p[j];
+            switch (cls[j]) {
+            case 0: good = c == tmpl[j]; break;
+            case 1: good = (uint8_t)(c - '0') < 10; break;
+            case 2: good = c == 'A' || c == 'a' || c == 'P' || c == 'p'; break;
+            default: good = c == 'M' || c == 'm'; break;
+            }
+        }
+        int64_t us = 0;
+        if (good) {
+            int32_t y = read_digits(p, at[0], at[1]), m = read_digits(p, at[2], at[3]);
+            int32_t d = read_digits(p, at[4], at[5]), hh = read_digits(p, at[6], at[7]);
+            int32_t mi = read_digits(p, at[8], at[9]), s = read_digits(p, at[10], at[11]);
+            if (at[1] == 2)
+                y += y < 70 ? 2000 : 1900;
+            if (ampm >= 0) { /* %I %p: 12 AM is 00, 12 PM is 12 */
+                int pm = p[ampm] == 'P' || p[ampm] == 'p';
+                good = hh >= 1 && hh <= 12;
+                hh = hh % 12 + (pm ? 12 : 0);
+            }
+            int leap = (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
+            good = good && m >= 1 && m <= 12 && d >= 1
+                   && d <= mdays[m >= 1 && m <= 12 ? m - 1 : 0] + (m == 2 && leap)
+                   && hh <= 23 && mi <= 59 && s <= 59;
+            if (good) { /* days from civil (H. Hinnant), as timestamps.local_datetimes */
+                int64_t ya = y - (m <= 2);
+                int64_t era = (ya >= 0 ? ya : ya - 399) / 400;
+                int64_t yoe = ya - era * 400;
+                int64_t doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
+                int64_t doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+                int64_t days = era * 146097 + doe - 719468;
+                us = ((days * 86400 + hh * 3600 + mi * 60 + s)) * 1000000;
+            }
+        }
+        out[i] = us;
+        ok[i] = (uint8_t)good;
+        bad += !good;
+    }
+    return bad;
+}

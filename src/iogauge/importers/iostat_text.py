@@ -97,7 +97,11 @@ then checked for NaN and negatives (the digit decoder's cannot be either). Repor
 boundaries, runs and times are linked across pieces by counting the starts above each line
 in the sorted indices of the few structural lines, and each batch is turned into a
 SampleFrame whose rules are checked per report and per device, not per row
-(:func:`_trusted`). Python loops run over report blocks, headers, runs, pieces and blocks of
+(:func:`_trusted`). Once a ``-t`` log is in its steady state (the date order and the run's
+interval decided, nothing pending or unreadable), a piece made of whole reports exactly as
+``iostat -x -t`` prints them is linked by ``_Parser.steady`` in one pass over its reports,
+its stamps read by a byte kernel; anything else goes through the general path, which the
+tests hold it to. Python loops run over report blocks, headers, runs, pieces and blocks of
 lines, never over device lines. :func:`iter_parse` yields a SampleFrame per batch of pieces
 (:data:`LINK_BYTES`), so memory is bounded by the pieces, not the file (``iogauge import
 --parquet`` streams it to Parquet; ``benchmarks/import_speed.py``); :func:`parse` is the
@@ -112,7 +116,6 @@ routines here are its reference, and the tests run every case both ways.
 from __future__ import annotations
 
 import io
-import os
 import re
 from collections import deque
 from collections.abc import Iterator
@@ -169,9 +172,15 @@ _DEVICE_WIDTH = 13
 _DECODE_BLOCK = 8192
 
 #: Pieces scanned in worker threads while this thread links reports (polars and numpy
-#: release the GIL): one on machines with more than two CPUs; none on two or fewer, where a
-#: second piece in flight costs memory and, measured on a busy 2-CPU host, no time.
-_WORKERS = 1 if (os.cpu_count() or 1) > 2 else 0
+#: release the GIL), by default none: the steady path (below) runs in this thread, and on
+#: a 2-CPU host a scanning thread saved no time (not measured on more CPUs; ``workers=``
+#: of :func:`iter_parse` still takes them).
+_WORKERS = 0
+
+#: Pieces that are whole reports of a ``-t`` log in its steady state are linked by
+#: ``_Parser.steady`` (in this thread) instead of the general path; False sends every piece
+#: through the general path (the tests compare the two).
+_STEADY = True
 
 #: Multiplier of the device-name hash (:func:`_device_names`): 2^64 / golden ratio, odd, so
 #: that the 8-byte words it mixes spread over all 64 bits.
@@ -1040,6 +1049,17 @@ def _merge_name_lines(lay: _Layout, rows: pl.DataFrame) -> pl.DataFrame:
     return merged.filter(~pl.col("consumed")).drop("name_only", "consumed")
 
 
+def _cpu_columns(header: str) -> tuple[list[str], list[tuple[str, int, int, int]], int]:
+    """An avg-cpu header's column names, the (target, field index, start, end) of each
+    imported one (values are right-aligned under their names), and the width of a values
+    line printed under it."""
+    spans = [(m.group(0), m.end()) for m in re.finditer(r"\S+", header.rstrip())]
+    names = [s[0] for s in spans[1:]]
+    cols = [(CPU_COLUMNS[nm], j, spans[j][1], spans[j + 1][1])
+            for j, nm in enumerate(names) if nm in CPU_COLUMNS]
+    return names, cols, len(header.rstrip().encode())
+
+
 def _parse_cpu(lines: _Lines, kind: np.ndarray, struct: pl.DataFrame,
                bad: list[tuple[int, str]], unclean: list[bool]) -> pl.DataFrame:
     """avg-cpu values (the line after each avg-cpu header); fixed width like device lines,
@@ -1068,11 +1088,7 @@ def _parse_cpu(lines: _Lines, kind: np.ndarray, struct: pl.DataFrame,
     out: list[pl.DataFrame] = []
     for c, text in enumerate(texts):
         grp = vals[code == c]
-        spans = [(m.group(0), m.end()) for m in re.finditer(r"\S+", text.rstrip())]
-        names = [s[0] for s in spans[1:]]
-        cols = [(CPU_COLUMNS[nm], j, spans[j][1], spans[j + 1][1])
-                for j, nm in enumerate(names) if nm in CPU_COLUMNS]
-        width = len(text.rstrip().encode())
+        names, cols, width = _cpu_columns(text)
         fixed = lines.lens[grp] == width
         retry = grp[~fixed]
         if fixed.any():
@@ -1332,6 +1348,147 @@ class _Parser:
             self.dropped_tail = True
         return cut
 
+    # ---- the steady state of a -t log -------------------------------------------------------
+    def steady_run(self) -> _Run | None:
+        """The run a piece may continue by :meth:`steady`, or None.
+
+        The steady state: the date order is decided, nothing is pending or unreadable, no
+        value was read as text, and the current run's reports start at their stamps, carry
+        avg-cpu values, and have a known interval and a previous time."""
+        if (not _STEADY or not self.started or self.order is None or not self.order.certain
+                or self.pending.reports or self.bad or self.unclean):
+            return None
+        run = self.runs[self.current_run]
+        if not (run.has_ts and run.has_cpu and run.nominal_fixed and run.reports
+                and run.nominal_s is not None and run.last_utc is not None):
+            return None
+        return run
+
+    def steady(self, lines: _Lines, kind: np.ndarray, lo: int, hi: int, line0: int
+               ) -> list[SampleFrame] | None:
+        """Lines ``lo`` .. ``hi - 1`` of a piece (``line0`` lines above its line ``lo``) as
+        whole reports of the steady state, linked without the general path; None, with
+        nothing done, when they are not.
+
+        Whole reports of the steady state are exactly what ``iostat -x -t`` prints: stamp,
+        avg-cpu header, values, blank, the Device header the run had, fixed-width device
+        lines whose every value is read by the fixed-width decoder, blank. Their rows are
+        then the device lines as read, and each report's time, interval, host and CPU
+        values are one pass over the reports (the general path stacks, joins and filters
+        frames of every line kind). The open report of the general path, if any, is
+        complete (the piece starts with a report) and is linked first. The result is the
+        same as the general path's: :meth:`_assemble` builds the frame, the stamps are read
+        by :meth:`_stamps_utc`, and the tests run every fixture both ways.
+        """
+        run = self.steady_run()
+        if run is None or hi <= lo:
+            return None
+        k = kind[lo:hi]
+        ts = np.flatnonzero(k == _TS)
+        if ts.size == 0 or ts[0] != 0:
+            return None
+        ends = np.append(ts[1:], hi - lo)  # report r is lines ts[r] .. ends[r] - 1
+        n_rows = ends - ts - 6
+        if (n_rows < 1).any():
+            return None
+        expect = np.full(hi - lo, _ROW, dtype=np.uint8)
+        for off, kd in ((0, _TS), (1, _CPUH), (2, _CPUV), (3, _BLANK), (4, _DEVH)):
+            expect[ts + off] = kd
+        expect[ends - 1] = _BLANK
+        if not np.array_equal(k, expect):
+            return None
+        ts += lo  # indices into the piece from here on
+        dev_text = _same_lines(lines, ts + 4)
+        cpu_text = _same_lines(lines, ts + 1)
+        lay = self.layouts.get(dev_text) if dev_text is not None else None
+        if (cpu_text is None or lay is None or lay.device_last or lay.part or not lay.cols
+                or lay.ends[1] - _DEVICE_WIDTH < 2):
+            return None
+        rows = np.flatnonzero(k == _ROW) + lo
+        header_len = len(lay.text.encode("utf-8"))
+        if not bool((lines.lens[rows] == header_len).all()):
+            return None
+        fields = [(lay.ends[idx - 1] if idx > 1 else _DEVICE_WIDTH, lay.ends[idx])
+                  for idx, _tok, _spec in lay.cols]
+        values, ok = _decode_lines(lines, rows, header_len, fields)
+        device, named = _line_names(lines, rows, header_len, _DEVICE_WIDTH)
+        _names, cpu_cols, cpu_width = _cpu_columns(cpu_text)
+        cpu_at = ts + 2
+        if not (ok.all() and named.all() and (lines.lens[cpu_at] == cpu_width).all()):
+            return None
+        cpu_values: list[np.ndarray] = []
+        if cpu_cols:
+            cpu_values, cpu_ok = _decode_lines(lines, cpu_at, cpu_width,
+                                               [(a, b) for _t, _j, a, b in cpu_cols])
+            if not cpu_ok.all():
+                return None
+        # every test passed: from here on the parser's state changes
+        frames: list[SampleFrame] = []
+        opened = self.close_open()
+        if opened is not None and len(opened):
+            frames.append(opened)
+        n_rep = ts.size
+        first = self.next_report
+        utc_us = pl.Datetime("us", "UTC")
+        reports = pl.DataFrame([
+            pl.Series("report", np.arange(first, first + n_rep), dtype=pl.Int64),
+            pl.Series("run", np.full(n_rep, run.run_id), dtype=pl.Int64),
+            pl.Series("since_boot", np.zeros(n_rep, dtype=bool)),  # not a run's first
+            pl.Series("host", [run.host or self.host_default], dtype=pl.String)
+            .gather(np.zeros(n_rep, dtype=np.int64)),
+            *[pl.Series(t, v) for (t, _j, _a, _b), v in zip(cpu_cols, cpu_values,
+                                                             strict=True)],
+            self._steady_stamps(lines, ts, line0 - lo).alias("ts"),
+        ]).with_columns(_interval(pl.lit(run.last_utc, dtype=utc_us),
+                                  pl.lit(run.nominal_s, dtype=pl.Float64)).alias("interval_s"))
+        cols: dict[str, pl.Series] = {"device": device}
+        for (_idx, _tok, spec), v in zip(lay.cols, values, strict=True):
+            target = spec.target or ""
+            cols[target] = pl.Series(target, v * spec.factor if spec.factor != 1.0 else v)
+        cols["report"] = pl.Series("report", np.repeat(np.arange(first, first + n_rep), n_rows),
+                                   dtype=pl.Int64)
+        stamped = reports["ts"].drop_nulls()
+        if stamped.len():
+            run.last_utc = stamped[-1]
+        self.next_report += n_rep
+        run.reports += n_rep
+        self.last_size = (run.run_id, 4 + int(n_rows[-1]))  # stamp, avg-cpu x2, Device
+        frames.append(self._assemble(pl.DataFrame(cols), reports))
+        return frames
+
+    def _steady_stamps(self, lines: _Lines, ts: np.ndarray, line0: int) -> pl.Series:
+        """UTC times of the stamp lines ``ts`` of a steady piece (``line0`` lines above the
+        piece): read by the byte kernel ``ig_stamps`` when every stamp has the first one's
+        shape and a possible value, else (and without the kernels) by :meth:`_stamps_utc`,
+        which also names the lines it cannot read."""
+        kern = _kernels()
+        order = self.order.order if self.order is not None else "MDY"
+        shape = None if kern is None else tsx.fixed_shape(lines.text(ts[:1])[0], order)
+        if kern is not None and shape is not None:
+            us, ok = kern.stamps(lines.arr, lines.starts, lines.ends, ts, shape.template,
+                                 shape.classes, list(shape.at), shape.ampm)
+            if ok.all():
+                utc, note = tsx.to_utc(pl.Series("local", us).cast(pl.Datetime("us")), None,
+                                       self.source.tz)
+                if note:
+                    self.source.note(note)
+                if utc.null_count() == 0:  # else a daylight-saving gap: named below
+                    return utc
+        return self._stamps_utc(pl.DataFrame([
+            lines.text(ts).alias("ts_text"),
+            pl.Series("ts_line", line0 + ts + 1, dtype=pl.Int64)]))
+
+    def close_open(self) -> SampleFrame | None:
+        """Link the open report as complete (the next piece starts with a report)."""
+        if self.open_report is None:
+            return None
+        struct, rows, cpu = (_stack(x) for x in (self.carry_struct, self.carry_rows,
+                                                 self.carry_cpu))
+        self.carry_struct, self.carry_rows, self.carry_cpu = [], [], []
+        self.open_report = None
+        self._collect(struct, rows, cpu)
+        return self.flush(final=False)
+
     # ---- complete reports ------------------------------------------------------------------
     def _collect(self, struct: pl.DataFrame, rows: pl.DataFrame, cpu: pl.DataFrame) -> None:
         if struct.height == 0 and rows.height == 0:
@@ -1467,13 +1624,17 @@ class _Parser:
         return self.source.date_order
 
     def _intervals_known(self, reports: pl.DataFrame) -> bool:
-        if self.source.interval_s is not None:
-            return True
+        """Whether the interval of every run of ``reports`` can be decided now: a run with
+        -t stamps waits for enough of them (the step they show decides, and --interval only
+        when they cannot: however the file is cut into pieces, the same reports decide), a
+        run without stamps for --interval or its end."""
         for rid in reports["run"].unique().to_list():
             run = self.runs[rid]
             if run.nominal_fixed or run.closed:
                 continue
             if not run.has_ts:
+                if self.source.interval_s is not None:
+                    continue
                 return False
             n = int(reports.filter(pl.col("run") == rid).height)
             if n < _MIN_STEPS + 1:
@@ -1549,10 +1710,8 @@ class _Parser:
             prev = pl.when(first).then(pl.col("prev0")).otherwise(
                 pl.col("ts").shift(1).over("run"))
             nom = pl.col("run").replace_strict(nominal, return_dtype=pl.Float64)
-        step = (pl.col("ts") - prev).dt.total_microseconds().cast(pl.Float64) / 1e6
-        interval = (pl.when(step.is_null() | (step <= 0) | ((step - nom).abs() <= 1.0))
-                    .then(nom).otherwise(step))
-        out = frame.select("report", "ts", interval.alias("interval_s"), "run")
+        out = frame.select("report", "ts", _interval(prev, nom, first=False).alias("interval_s"),
+                           "run")
         # each run's last time (the next batch's first step is measured from it)
         stamped = out.filter(pl.col("ts").is_not_null())
         ends = _first_of_each(stamped["run"].to_numpy()[::-1])  # runs never decrease
@@ -1735,6 +1894,30 @@ class _Parser:
                                 for m in {*nan, *neg}])
 
 
+def _interval(prev: pl.Expr, nominal: pl.Expr, *, first: bool = True) -> pl.Expr:
+    """interval_s of stamped reports (column ``ts``): the step from the time before, unless
+    it is within 1 s of the run's ``nominal`` interval (iostat's stamps have one-second
+    resolution), not positive or unknown. ``prev``: the time before each report, or with
+    ``first`` the time before the first one (the others follow ``ts``)."""
+    if first:
+        prev = pl.when(pl.int_range(pl.len()) == 0).then(prev).otherwise(pl.col("ts").shift(1))
+    step = (pl.col("ts") - prev).dt.total_microseconds().cast(pl.Float64) / 1e6
+    return (pl.when(step.is_null() | (step <= 0) | ((step - nominal).abs() <= 1.0))
+            .then(nominal).otherwise(step))
+
+
+def _same_lines(lines: _Lines, idx: np.ndarray) -> str | None:
+    """The text of the lines ``idx`` when they are all the same bytes, else None."""
+    width = int(lines.lens[idx[0]])
+    if not bool((lines.lens[idx] == width).all()):
+        return None
+    mat = lines.matrix(idx, width)
+    if not bool((mat == mat[0]).all()):
+        return None
+    text: str = lines.text(idx[:1])[0]
+    return text
+
+
 def _per_device(info: pl.DataFrame, column: str) -> pl.Expr:
     """``info[column]`` (one row per device) for every row, by its ``device``."""
     values = info[column]
@@ -1819,11 +2002,12 @@ def iter_parse(stream: BinaryIO, source: Source, *, chunk_bytes: int = CHUNK_BYT
 
     Pieces of about ``chunk_bytes`` (cut after a blank line) are scanned by ``workers``
     threads (0: in this thread; default: see :data:`_WORKERS`) while this one links reports
-    and times in batches of about ``link_bytes``. Memory is bounded by the pieces in flight
-    and the batch, plus the rows of reports whose times cannot be decided yet (a file whose
-    dates are all ambiguous between day/month and month/day is held until its end, and so
-    is a run without -t until its interval is known). Notes and skipped lines go to
-    ``source`` as with :func:`parse`.
+    and times in batches of about ``link_bytes``; with no worker threads, pieces of a ``-t``
+    log in its steady state take the steady path (``_Parser.steady``). Memory is bounded by
+    the pieces in flight and the batch, plus the rows of reports whose times cannot be
+    decided yet (a file whose dates are all ambiguous between day/month and month/day is
+    held until its end, and so is a run without -t until its interval is known). Notes and
+    skipped lines go to ``source`` as with :func:`parse`.
     """
     parser = _Parser(source)
     if workers is None:
@@ -1832,13 +2016,14 @@ def iter_parse(stream: BinaryIO, source: Source, *, chunk_bytes: int = CHUNK_BYT
     batch_bytes = 0
     lines_above = 0
 
-    def take(scan: _Scan, size: int, final: bool) -> Iterator[SampleFrame]:
-        """Phase B on batches of about ``link_bytes`` of pieces, or at the end."""
+    def take(scan: _Scan, size: int, final: bool, *, force: bool = False
+             ) -> Iterator[SampleFrame]:
+        """Phase B on batches of about ``link_bytes`` of pieces, at the end, or now."""
         nonlocal batch_bytes, lines_above
         batch.append(_shift(scan, lines_above))
         lines_above += scan.n_lines  # a piece but the last ends with a newline
         batch_bytes += size
-        if not final and batch_bytes < max(link_bytes, chunk_bytes):
+        if not (final or force) and batch_bytes < max(link_bytes, chunk_bytes):
             return
         parser.add(_merge(batch), final=final)
         batch.clear()
@@ -1848,8 +2033,35 @@ def iter_parse(stream: BinaryIO, source: Source, *, chunk_bytes: int = CHUNK_BYT
             yield frame
 
     if workers <= 0:  # everything in this thread
-        for buf, last in _chunks(stream, chunk_bytes):
-            yield from take(_scan(buf, last, parser.layouts), len(buf), last)
+        carry = b""  # the last report of a piece linked by the steady path: the next one's
+        for piece, last in _chunks(stream, chunk_bytes):
+            buf = piece
+            if carry:
+                buf[0:0] = carry
+                carry = b""
+            if not last and not batch and buf.isascii() and parser.steady_run() is not None:
+                lines = _Lines(buf if _kernels() is not None else bytes(buf))
+                kind = _classify(lines)
+                ts = np.flatnonzero(kind == _TS)
+                if ts.size > 1:
+                    lo, hi = int(ts[0]), int(ts[-1])
+                    at_lo, at_hi = int(lines.starts[lo]), int(lines.starts[hi])
+                    if lo:  # the rest of the open report: the general path, on its own
+                        head = buf[:at_lo]
+                        yield from take(_scan(head, False, parser.layouts), len(head), False,
+                                        force=True)
+                    # whole reports, up to the piece's last stamp (it waits for the next)
+                    frames = parser.steady(lines, kind, lo, hi, lines_above)
+                    if frames is not None:
+                        lines_above += hi - lo
+                        carry = bytes(buf[at_hi:])
+                        yield from (f for f in frames if len(f))
+                        continue
+                    buf = buf[at_lo:]  # (a copy: ``lines`` still views the piece)
+            # the file's first piece is linked at once: its reports fix the run's interval
+            # and date order, after which the steady path can take the next piece
+            yield from take(_scan(buf, last, parser.layouts), len(buf), last,
+                            force=_STEADY and not parser.started)
     else:
         # imported here: only machines with more than two CPUs scan in threads, and the
         # module costs ~15 ms of every start-up

@@ -115,6 +115,20 @@ class Kernels:
                                  len(fields), fa, fb, fd, scale, out, ok, int(vector))
         return out, ok.view(bool)
 
+    def stamps(self, arr: np.ndarray, starts: np.ndarray, ends: np.ndarray, idx: np.ndarray,
+               template: bytes, classes: bytes, at: list[int], ampm: int
+               ) -> tuple[np.ndarray, np.ndarray]:
+        """Wall-clock microseconds since 1970 of the stamp lines ``idx`` of one fixed shape,
+        and whether each was read (``ig_stamps``)."""
+        n = idx.size
+        out = np.empty(n, dtype=np.int64)
+        ok = np.empty(n, dtype=np.uint8)
+        self.lib.ig_stamps(arr, starts, ends, np.ascontiguousarray(idx, dtype=np.int64), n,
+                           np.frombuffer(template, dtype=np.uint8),
+                           np.frombuffer(classes, dtype=np.uint8), len(template),
+                           np.array(at, dtype=np.int32), ampm, out, ok)
+        return out, ok.view(bool)
+
     def group_names(self, arr: np.ndarray, rows: np.ndarray, width: int,
                     max_groups: int = 1 << 15) -> tuple[np.ndarray, np.ndarray] | None:
         """(group of each line, first line of each group) by the first ``width`` bytes of
@@ -146,6 +160,9 @@ def _bind(lib: ctypes.CDLL) -> None:
     lib.ig_decode_fixed.restype = None
     lib.ig_decode_fixed.argtypes = [_U8P, _I64P, i64, i32, _I32P, _I32P, _I32P, _F64P, _F64P,
                                     _U8P, i32]
+    lib.ig_stamps.restype = i64
+    lib.ig_stamps.argtypes = [_U8P, _I64P, _I64P, _I64P, i64, _U8P, _U8P, i32, _I32P, i32,
+                              _I64P, _U8P]
     lib.ig_group_names.restype = i64
     lib.ig_group_names.argtypes = [_U8P, _I64P, i64, i32, i64, _U32P, _I64P]
 

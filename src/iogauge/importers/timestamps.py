@@ -44,6 +44,7 @@ Every function takes and returns polars Series / DataFrames and is pure.
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 from zoneinfo import ZoneInfo
@@ -77,6 +78,9 @@ TIME_PATTERN = (
 )
 _PM_WORDS = ("午後", "下午", "오후")
 _GROUPS = ("f1", "sep", "f2", "f3", "H", "M", "S", "ampm", "tz")
+#: :func:`to_utc`'s note when times that state no offset are read as UTC.
+NO_ZONE_NOTE = ("the file states no time zone: times read as UTC (give the zone the log was "
+                "written in with --tz)")
 #: chrono's two-digit year pivot (strptime %y): below it 20xx, else 19xx.
 _YY_PIVOT = 70
 
@@ -256,6 +260,68 @@ def _shape_of(texts: pl.Series, kind: str) -> _Shape | None:
                 out.append(re.escape(ch))
         return _Shape(example, "^" + "".join(out) + "$", spans, pat == CJK_PATTERN)
     return None
+
+
+@dataclass(frozen=True)
+class FixedShape:
+    """A stamp shape as byte positions, for a byte-level reader that must read every text of
+    the shape as :func:`parse_local` does (its strptime path): iostat_text's ``ig_stamps``.
+
+    Attributes:
+        template: the example stamp (ASCII).
+        classes: per byte, 0 for a literal (equal to the template's), 1 for a digit, 2 for
+            the first letter of AM/PM (``AaPp``), 3 for its second (``Mm``).
+        at: (offset, length) of the year, month, day, hour, minute and second (length 0:
+            absent, read as 0).
+        ampm: offset of the AM/PM mark, -1 on a 24-hour clock.
+    """
+
+    template: bytes
+    classes: bytes
+    at: tuple[int, ...]
+    ampm: int
+
+
+def fixed_shape(example: str, order: str) -> FixedShape | None:
+    """The byte layout of ``example``'s shape in date order ``order``; None when a byte
+    reader could differ from :func:`parse_local` (not ASCII, an offset, CJK marks, a shape
+    that strptime does not take, a year of other than 2 or 4 digits).
+
+    Cached by shape (the example with every digit read as 0, which is also the template:
+    a digit outside the date and time fields, if a shape had one, must then be 0)."""
+    return _fixed_shape(example.translate(_ZERO_DIGITS), order)
+
+
+_ZERO_DIGITS = str.maketrans("123456789", "000000000")
+
+
+@functools.lru_cache(maxsize=64)
+def _fixed_shape(example: str, order: str) -> FixedShape | None:
+    if not example.isascii():
+        return None
+    shape = _shape_of(pl.Series([example], dtype=pl.String), "datetime")
+    if shape is None or shape.cjk or "tz" in shape.spans or shape.strptime(order) is None:
+        return None
+    spans = shape.spans
+    ymd = {"MDY": ("f3", "f1", "f2"), "DMY": ("f3", "f2", "f1"), "YMD": ("f1", "f2", "f3")}
+    at: list[int] = []
+    for group in (*ymd[order], "H", "M", "S"):
+        a, b = spans.get(group, (0, 0))
+        at += [a, b - a]
+    if at[1] not in (2, 4):
+        return None
+    classes = bytearray(len(example))
+    for group in ("f1", "f2", "f3", "H", "M", "S"):
+        if group in spans:
+            a, b = spans[group]
+            classes[a:b] = b"\x01" * (b - a)
+    ampm = -1
+    if "ampm" in spans:
+        a, b = spans["ampm"]
+        if b - a != 2:  # strptime takes "AM"/"PM" only (a.m. is read by the patterns)
+            return None
+        classes[a], classes[a + 1], ampm = 2, 3, a
+    return FixedShape(example.encode("ascii"), bytes(classes), tuple(at), ampm)
 
 
 def stamp_dates(texts: pl.Series, *, kind: str = "datetime") -> pl.DataFrame:
@@ -481,6 +547,10 @@ def to_utc(local: pl.Series, offset_min: pl.Series | None,
         occurrence until local time has stepped back, and the second occurrence for the hour
         after that step — which is how a log written through the change reads.
     """
+    no_offset = offset_min is None or offset_min.null_count() == offset_min.len()
+    if tz is None and no_offset:  # the usual log: wall-clock times and no zone given
+        return (local.cast(pl.Datetime("us")).dt.replace_time_zone("UTC").rename("utc"),
+                NO_ZONE_NOTE if local.null_count() < local.len() else None)
     df = pl.DataFrame({"local": local.cast(pl.Datetime("us"))})
     off = offset_min.cast(pl.Int32) if offset_min is not None else \
         pl.Series("off", [None] * df.height, dtype=pl.Int32)
@@ -492,8 +562,7 @@ def to_utc(local: pl.Series, offset_min: pl.Series | None,
     if tz is None:
         unstated = loc.dt.replace_time_zone("UTC")
         if needs_zone.any():
-            note = ("the file states no time zone: times read as UTC (give the zone the log "
-                    "was written in with --tz)")
+            note = NO_ZONE_NOTE
     else:
         step_back = loc.diff() < pl.duration(seconds=0)
         jump_at = pl.when(step_back).then(loc).otherwise(None).forward_fill()

@@ -9,6 +9,7 @@ tests against the slow reference are in test_iostat_text.py.
 
 from __future__ import annotations
 
+import datetime as dt
 import re
 import shutil
 from pathlib import Path
@@ -20,6 +21,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from iogauge.importers import iostat_text, native
+from iogauge.importers import timestamps as tsx
 from iogauge.importers.base import Source
 
 FIX = Path(__file__).resolve().parents[2] / "fixtures" / "iostat"
@@ -203,3 +205,58 @@ def test_lines_are_grouped_by_their_digit_shape_exactly(lines: list[str]) -> Non
     assert [shape[first[c]] for c in code.tolist()] == shape
     assert kern.group_shapes(parsed.arr, parsed.starts, parsed.ends, idx,
                              max_groups=len(set(shape)) - 1) is None
+
+
+# ---- time stamps ---------------------------------------------------------------------------
+
+_SPELLINGS = [("%m/%d/%Y %I:%M:%S %p", "MDY"), ("%m/%d/%y %H:%M:%S", "MDY"),
+              ("%d/%m/%Y %H:%M:%S", "DMY"), ("%d.%m.%Y %H:%M:%S", "DMY"),
+              ("%Y-%m-%dT%H:%M:%S", "YMD"), ("%m/%d/%Y %I:%M %p", "MDY"), ("%d/%m/%y", "DMY")]
+
+
+@settings(max_examples=80, deadline=None)
+@given(times=st.lists(st.datetimes(min_value=dt.datetime(1970, 1, 1),
+                                   max_value=dt.datetime(2068, 12, 31)), min_size=1,
+                      max_size=20),
+       spelling=st.sampled_from(_SPELLINGS),
+       damage=st.lists(st.tuples(st.integers(0, 19), st.integers(0, 30),
+                                 st.sampled_from("0123456789aApPmM -:/9")), max_size=6),
+       lower=st.booleans())
+def test_stamp_kernel_reads_what_parse_local_reads(
+        times: list[dt.datetime], spelling: tuple[str, str],
+        damage: list[tuple[int, int, str]], lower: bool) -> None:
+    """ig_stamps against timestamps.parse_local (chrono strptime) on printed times, some
+    with a character changed (impossible months, days, hours, 12-hour marks, another
+    separator): where the kernel reads a line it reads the same time; it refuses every line
+    that parse_local cannot read, and refuses a readable one only for a leap second."""
+    kern = _kernels()
+    fmt, order = spelling
+    texts = [t.strftime(fmt) for t in times]
+    if lower:
+        texts = [t.replace("AM", "am").replace("PM", "pm") for t in texts]
+    for row, col, ch in damage:
+        if row < len(texts) and col < len(texts[row]) and row:  # the first sets the shape
+            texts[row] = texts[row][:col] + ch + texts[row][col + 1:]
+    shape = tsx.fixed_shape(texts[0], order)
+    assert shape is not None
+    data = ("\n".join(texts) + "\n").encode()
+    lines = iostat_text._Lines(data)
+    idx = np.arange(lines.n)
+    us, ok = kern.stamps(lines.arr, lines.starts, lines.ends, idx, shape.template,
+                         shape.classes, list(shape.at), shape.ampm)
+    ref = tsx.parse_local(pl.Series(texts), order)["local"].to_list()
+    for text, value, read, want in zip(texts, us.tolist(), ok.tolist(), ref, strict=True):
+        if read:
+            assert want is not None, text
+            assert dt.datetime(1970, 1, 1) + dt.timedelta(microseconds=value) == want, text
+        else:
+            assert want is None or ":60" in text, text  # a leap second: chrono's to read
+
+
+def test_stamp_shapes_the_kernel_leaves_to_parse_local() -> None:
+    assert tsx.fixed_shape("2018-06-13T14:10:50+0200", "YMD") is None  # an offset
+    assert tsx.fixed_shape("2018年06月13日 14時10分50秒", "YMD") is None  # not ASCII
+    assert tsx.fixed_shape("06/13/2018 02:10:50 p.m.", "MDY") is None  # not %p
+    assert tsx.fixed_shape("06/13/18 02:10:50", "YMD") is None  # no 4-digit year first
+    shape = tsx.fixed_shape("06/13/2018 02:10:50 PM", "MDY")
+    assert shape is not None and shape.ampm == 20 and shape.at[:2] == (6, 4)

@@ -731,3 +731,129 @@ def test_device_names_are_grouped_exactly_even_when_their_hashes_collide(
     collided, valid2 = iostat_text._device_names(mat, 13)
     assert collided.to_list() == device.to_list()
     assert valid2.tolist() == valid.tolist()
+
+
+# ---- the steady path against the general one -------------------------------------------------
+
+
+def _run(data: bytes, *, steady: bool, chunk: int, lenient: bool = False,
+         **kw: Any) -> tuple[Any, list[str], int, list[str]]:
+    """(frame rows or the error, notes, skipped, skip reasons) of a streamed parse with the
+    steady path on or off."""
+    src = Source(path="x", lenient=lenient, **kw)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(iostat_text, "_STEADY", steady)
+        try:
+            frames = list(iostat_text.iter_parse(io.BytesIO(data), src, chunk_bytes=chunk,
+                                                 link_bytes=0, workers=0))
+        except InputFormatError as exc:
+            return (str(exc), exc.line_no), src.notes, src.skipped, src.skipped_examples
+    df = SampleFrame.concat(frames).df if frames else None
+    return df, src.notes, src.skipped, src.skipped_examples
+
+
+def _same(a: tuple[Any, ...], b: tuple[Any, ...]) -> None:
+    if isinstance(a[0], pl.DataFrame) and isinstance(b[0], pl.DataFrame):
+        assert a[0].equals(b[0], null_equal=True)
+    else:
+        assert a[0] == b[0]
+    assert a[1:] == b[1:]
+
+
+class _Count:
+    """How often ``_Parser.steady`` linked a piece."""
+
+    def __init__(self, mp: pytest.MonkeyPatch) -> None:
+        self.taken = 0
+        original = iostat_text._Parser.steady
+
+        def counted(parser: Any, *args: Any) -> Any:
+            out = original(parser, *args)
+            self.taken += out is not None
+            return out
+        mp.setattr(iostat_text._Parser, "steady", counted)
+
+
+@pytest.mark.parametrize("path", sorted(FIX.glob("*.txt")), ids=lambda p: p.name)
+def test_steady_path_gives_what_the_general_path_gives(path: Path) -> None:
+    data = path.read_bytes()
+    chunk = max(len(data) // 40, 4_000)  # some 40 pieces: each is a chance to switch paths
+    for lenient in (False, True):
+        _same(_run(data, steady=True, chunk=chunk, lenient=lenient, interval_s=2.0),
+              _run(data, steady=False, chunk=chunk, lenient=lenient, interval_s=2.0))
+
+
+def test_steady_path_takes_a_regular_log() -> None:
+    """Not a vacuous comparison: on a -t log the steady path links almost every piece."""
+    data = (FIX / MB).read_bytes() * 2
+    with pytest.MonkeyPatch.context() as mp:
+        count = _Count(mp)
+        on = _run(data, steady=True, chunk=12_000)
+    assert count.taken >= 0.8 * (len(data) // 12_000)  # two runs: each starts general
+    _same(on, _run(data, steady=False, chunk=12_000))
+    assert isinstance(on[0], pl.DataFrame) and on[0].height == 2 * 3498
+
+
+_DAMAGE = st.sampled_from(["row", "nan", "banner", "drop", "stamp", "cpu", "header", "blank",
+                           "partition", "long-name"])
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(damage=st.lists(st.tuples(_DAMAGE, st.floats(0.0, 1.0)), max_size=3),
+       cut=st.one_of(st.none(), st.floats(0.5, 1.0)), chunk=st.integers(8_000, 40_000),
+       lenient=st.booleans())
+def test_steady_and_general_paths_agree_on_damaged_logs(
+        damage: list[tuple[str, float]], cut: float | None, chunk: int, lenient: bool) -> None:
+    """A -t log (the RHEL6 capture) with lines damaged, inserted or dropped anywhere, maybe
+    cut short: rows, notes, skipped lines and errors are the same with and without the
+    steady path, whatever the pieces."""
+    lines = (FIX / MB).read_text().splitlines(keepends=True)
+    for kind, where in damage:
+        at = min(int(where * len(lines)), len(lines) - 1)
+        line = lines[at]
+        if kind == "row":
+            lines[at] = "sdb   1.00\n"
+        elif kind == "nan":
+            lines[at] = re.sub(r"\d+\.\d\d", "nan", line, count=1)
+        elif kind == "banner":
+            lines.insert(at, "Linux 2.6.32-754.el6.x86_64 (other) \t06/14/2018 \t_x86_64_\t"
+                             "(8 CPU)\n\n")
+        elif kind == "drop":
+            del lines[at]
+        elif kind == "stamp":
+            lines[at] = "13/45/2018 02:10:50 PM\n"
+        elif kind == "cpu":
+            lines[at] = "avg-cpu:  %user   %nice %system %iowait  %steal   %idle\n"
+        elif kind == "header":
+            lines[at] = line.replace("Device:", "Device: ", 1) if line.startswith(
+                "Device:") else line
+        elif kind == "blank":
+            lines.insert(at, "\n")
+        elif kind == "partition":
+            lines[at] = re.sub(r"^sd([a-z]) ", r"sd\g<1>1", line)
+        else:
+            lines[at] = re.sub(r"^(\S+)\s", r"\g<1>-with-a-long-name ", line)
+    data = "".join(lines).encode()
+    if cut is not None:
+        data = data[:int(cut * len(data))]
+    _same(_run(data, steady=True, chunk=chunk, lenient=lenient),
+          _run(data, steady=False, chunk=chunk, lenient=lenient))
+
+
+@pytest.mark.parametrize("tz", [None, "America/New_York"])
+def test_steady_path_through_a_daylight_saving_change(tz: str | None) -> None:
+    """Stamps read by the byte kernel, converted with the user's zone: a log written
+    through the end of daylight saving time (01:59:59 AM, then 01:00:00 AM again, as in
+    derived-dst-fold-x-t.txt) gives the same times by both paths."""
+    text = (FIX / "derived-dst-fold-x-t.txt").read_text()
+    banner, first = text.split("\n\n")[0], text.index("11/07/2021 01:59:58 AM")
+    body = text[first:].split("\n\n", 2)
+    report = "\n" + body[0].split("\n", 1)[1] + "\n\n" + body[1] + "\n\n"
+    clock = [f"01:59:{s:02d}" for s in range(30, 60)] + [f"01:00:{s:02d}" for s in range(30)]
+    data = (banner + "\n\n" + "".join(f"11/07/2021 {c} AM{report}" for c in clock)).encode()
+    zone = ZoneInfo(tz) if tz else None
+    with pytest.MonkeyPatch.context() as mp:
+        count = _Count(mp)
+        on = _run(data, steady=True, chunk=4_000, tz=zone, date_order="MDY")
+    assert count.taken
+    _same(on, _run(data, steady=False, chunk=4_000, tz=zone, date_order="MDY"))
