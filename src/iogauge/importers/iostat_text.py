@@ -1378,7 +1378,8 @@ class _Parser:
         frames of every line kind). The open report of the general path, if any, is
         complete (the piece starts with a report) and is linked first. The result is the
         same as the general path's: :meth:`_assemble` builds the frame, the stamps are read
-        by :meth:`_stamps_utc`, and the tests run every fixture both ways.
+        by :meth:`_steady_stamps` (the byte kernel, else :meth:`_stamps_utc`), and the tests
+        run every fixture, damaged logs and a daylight-saving change both ways.
         """
         run = self.steady_run()
         if run is None or hi <= lo:
