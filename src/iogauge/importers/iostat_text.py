@@ -326,6 +326,18 @@ class _Layout:
     cols: list[tuple[int, str, ColumnSpec]]
     notes: list[str]
 
+    def fixed_fields(self) -> list[tuple[int, int]]:
+        """Byte range of each imported value in a fixed-width device line (right-aligned
+        between the ends of two header names; the first after the ``%-13s`` name)."""
+        return [(self.ends[idx - 1] if idx > 1 else _DEVICE_WIDTH, self.ends[idx])
+                for idx, _tok, _spec in self.cols]
+
+    def columns(self, values: list[np.ndarray]) -> dict[str, pl.Series]:
+        """The decoded ``values`` of :meth:`fixed_fields` as SampleFrame columns."""
+        return {(spec.target or ""): pl.Series(spec.target or "", v * spec.factor
+                                               if spec.factor != 1.0 else v)
+                for (_idx, _tok, spec), v in zip(self.cols, values, strict=True)}
+
     @property
     def n_fields(self) -> int:
         return len(self.tokens)
@@ -977,16 +989,11 @@ def _parse_layout(lay: _Layout, lines: _Lines, sel: np.ndarray, bad: list[tuple[
         unclean[0] = True
         return _parse_slow(lay, _frame_of(lines, sel), bad)
     cand = sel[fixed]
-    fields = [(lay.ends[idx - 1] if idx > 1 else width, lay.ends[idx])
-              for idx, _tok, _spec in lay.cols]
-    values, ok = _decode_lines(lines, cand, header_len, fields)
+    values, ok = _decode_lines(lines, cand, header_len, lay.fixed_fields())
     device, named = _line_names(lines, cand, header_len, width)
     ok &= named
     cols: dict[str, pl.Series] = {"i": pl.Series("i", cand, dtype=pl.Int64),
-                                  "device": device}
-    for (_idx, _tok, spec), v in zip(lay.cols, values, strict=True):
-        target = spec.target or ""
-        cols[target] = pl.Series(target, v * spec.factor if spec.factor != 1.0 else v)
+                                  "device": device, **lay.columns(values)}
     fast = pl.DataFrame(cols)
     slow = sel[~fixed]
     if not ok.all():
@@ -1409,9 +1416,7 @@ class _Parser:
         header_len = len(lay.text.encode("utf-8"))
         if not bool((lines.lens[rows] == header_len).all()):
             return None
-        fields = [(lay.ends[idx - 1] if idx > 1 else _DEVICE_WIDTH, lay.ends[idx])
-                  for idx, _tok, _spec in lay.cols]
-        values, ok = _decode_lines(lines, rows, header_len, fields)
+        values, ok = _decode_lines(lines, rows, header_len, lay.fixed_fields())
         device, named = _line_names(lines, rows, header_len, _DEVICE_WIDTH)
         _names, cpu_cols, cpu_width = _cpu_columns(cpu_text)
         cpu_at = ts + 2
@@ -1442,10 +1447,7 @@ class _Parser:
             self._steady_stamps(lines, ts, line0 - lo).alias("ts"),
         ]).with_columns(_interval(pl.lit(run.last_utc, dtype=utc_us),
                                   pl.lit(run.nominal_s, dtype=pl.Float64)).alias("interval_s"))
-        cols: dict[str, pl.Series] = {"device": device}
-        for (_idx, _tok, spec), v in zip(lay.cols, values, strict=True):
-            target = spec.target or ""
-            cols[target] = pl.Series(target, v * spec.factor if spec.factor != 1.0 else v)
+        cols: dict[str, pl.Series] = {"device": device, **lay.columns(values)}
         cols["report"] = pl.Series("report", np.repeat(np.arange(first, first + n_rep), n_rows),
                                    dtype=pl.Int64)
         stamped = reports["ts"].drop_nulls()
