@@ -14,10 +14,11 @@ CPU time, and ``ru_maxrss``, the peak resident set):
 
 * ``jc --iostat < log > out.json`` — jc 1.x, the line-by-line Python parser the target is
   set against (``pip install jc``; it is in the ``dev`` extras);
-* ``iogauge stream`` — the importer's streaming path: :func:`iogauge.importers.iostat_text.
-  iter_parse` reads the file 16 MiB at a time and polars ``sink_parquet`` writes each chunk's
-  SampleFrame rows as they come (``--parquet`` output, zstd), so memory is bounded by the
-  chunk, not the file;
+* ``iogauge stream`` — the importer's streaming path, as ``import --parquet`` runs it:
+  :func:`iogauge.importers.iostat_text.iter_parse` reads the file piece by piece (4 MiB) in
+  a thread of its own while polars ``sink_parquet`` writes the SampleFrames already parsed
+  (:func:`iogauge.store.parquet.write_frames`, zstd), so memory is bounded by the pieces in
+  flight, not the file;
 * ``iogauge in-memory`` — ``registry.import_file`` then ``SampleFrame.to_parquet``: the file
   is read piece by piece into the parser as well, but every SampleFrame is kept and
   concatenated before the one write, so memory grows with the rows (the frame is larger than
@@ -148,29 +149,17 @@ def measure(run: Run, *, stdin: Path | None = None, stdout: Path | None = None) 
 def child(mode: str, log: str, out: str) -> None:
     """Run inside the measured process: import ``log`` to Parquet ``out``, print JSON."""
     import polars as pl
-    from polars.io.plugins import register_io_source
 
     from iogauge.importers import iostat_text, native, registry
     from iogauge.importers.base import Source
     from iogauge.importers.io import open_binary
-    from iogauge.model.sampleframe import SCHEMA, SampleFrame
+    from iogauge.store.parquet import write_frames
 
     t0 = time.perf_counter()
     if mode == "stream":
         source = Source(path=log)
         stream, _ = open_binary(log)
-        frames = iostat_text.iter_parse(stream, source)
-        rows = 0
-
-        def batches(with_columns: list[str] | None, predicate: Any, n_rows: int | None,
-                    batch_size: int | None) -> Any:
-            nonlocal rows
-            for frame in frames:
-                rows += len(frame)
-                yield frame.df
-
-        lazy = register_io_source(batches, schema=SCHEMA)
-        lazy.sink_parquet(out, compression="zstd", statistics=True, row_group_size=65_536)
+        rows = write_frames(iostat_text.iter_parse(stream, source), out)
         stream.close()
     else:
         result = registry.import_file(log, fmt="iostat")
@@ -179,9 +168,10 @@ def child(mode: str, log: str, out: str) -> None:
     seconds = time.perf_counter() - t0
     check = pl.scan_parquet(out).select(pl.len()).collect().item()
     assert check == rows, (check, rows)
-    del SampleFrame
     print(json.dumps({"seconds": seconds, "rows": rows,
                       "native": native.kernels() is not None}))
+    import gc
+    gc.freeze()  # as the CLI's main() does before the interpreter exits (see there)
 
 
 # ---- main ----------------------------------------------------------------------------------

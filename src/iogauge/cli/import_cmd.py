@@ -228,21 +228,14 @@ def _concat(frames: list[SampleFrame]) -> SampleFrame:
 
 def _write_parquet(frames: Iterator[SampleFrame], path: Path) -> None:
     """Stream ``frames`` into the Parquet file ``path`` (zstd, statistics, as
-    :meth:`SampleFrame.to_parquet`) without holding them."""
+    :meth:`SampleFrame.to_parquet`) without holding them, parsed in a thread of their own
+    while polars writes (:func:`iogauge.store.parquet.write_frames`)."""
     import polars as pl
-    from polars.io.plugins import register_io_source
 
-    from iogauge.model.sampleframe import SCHEMA
-
-    def batches(with_columns: list[str] | None, predicate: Any, n_rows: int | None,
-                batch_size: int | None) -> Iterator[pl.DataFrame]:
-        for frame in frames:
-            yield frame.df
-            del frame  # not held while the next one is parsed
+    from iogauge.store.parquet import write_frames
 
     try:
-        register_io_source(batches, schema=SCHEMA).sink_parquet(
-            path, compression="zstd", statistics=True)
+        write_frames(frames, path)
     except (OSError, pl.exceptions.PolarsError) as exc:
         raise IogaugeError(f"{path}: cannot write Parquet: {exc}") from exc
 

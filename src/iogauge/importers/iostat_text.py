@@ -149,6 +149,11 @@ EXPECTS = ("an 'avg-cpu:  %user …' block or a 'Device' header with iostat colu
 #: memory of a scan is a few times this.
 CHUNK_BYTES = 4 << 20
 
+#: Bytes of the first piece when the steady path is on: it goes through the general path
+#: (which decides the date order and the interval), so it is kept short, and the next
+#: piece can be steady.
+FIRST_BYTES = 256 << 10
+
 #: Pieces are linked (reports, times) and turned into SampleFrames in batches of about this
 #: many bytes of text: the batch holds only the pieces' numbers and structural lines, far
 #: less than their text, and the per-batch fixed costs are paid less often. Measured on the
@@ -465,8 +470,10 @@ class _Lines:
         return ok
 
 
-def _chunks(stream: BinaryIO, chunk_bytes: int) -> Iterator[tuple[bytearray, bool]]:
-    """(piece, last) for pieces of ``stream`` cut just after a blank line.
+def _chunks(stream: BinaryIO, chunk_bytes: int, first_bytes: int | None = None
+            ) -> Iterator[tuple[bytearray, bool]]:
+    """(piece, last) for pieces of ``stream`` cut just after a blank line, the first of
+    about ``first_bytes`` (default: ``chunk_bytes``).
 
     iostat never puts a blank line inside a device table, so every device line of a piece
     has its ``Device`` header in the same piece: pieces can be scanned independently (and
@@ -485,8 +492,10 @@ def _chunks(stream: BinaryIO, chunk_bytes: int) -> Iterator[tuple[bytearray, boo
     elif first.startswith(b"\xef\xbb\xbf"):
         first = first[3:]
     carry: bytes | bytearray = first
+    size = chunk_bytes if first_bytes is None else first_bytes
     while True:
-        buf, got = _read_after(stream, carry, chunk_bytes)
+        buf, got = _read_after(stream, carry, size)
+        size = chunk_bytes
         if not got:
             yield buf, True  # possibly empty: it closes the last report
             return
@@ -915,10 +924,24 @@ def _line_names(lines: _Lines, idx: np.ndarray, line_len: int, width: int
                 ) -> tuple[pl.Series, np.ndarray]:
     """:func:`_device_names` of the lines ``idx`` (each ``line_len`` bytes long): grouped
     by the native kernel ``ig_group_names`` when it is built, else by numpy."""
+    grouped = _name_groups(lines, idx, width)
+    if grouped is None:
+        return _device_names(lines.matrix(idx, line_len), width)
+    names, valid, code = grouped
+    device = pl.Series("device", names, dtype=pl.String).gather(pl.Series("code", code))
+    return device, np.array(valid, dtype=bool)[code]
+
+
+def _name_groups(lines: _Lines, idx: np.ndarray, width: int
+                 ) -> tuple[list[str], list[bool], np.ndarray] | None:
+    """The distinct name fields (the first ``width`` bytes) of the lines ``idx``, trailing
+    spaces stripped, whether each is a name (not empty, no space inside, UTF-8), and the
+    group of each line (uint32): by the native kernel ``ig_group_names``; None without it
+    (or beyond its number of groups)."""
     kern = _kernels()
     grouped = None if kern is None else kern.group_names(lines.arr, lines.starts[idx], width)
     if grouped is None:
-        return _device_names(lines.matrix(idx, line_len), width)
+        return None
     code, first = grouped
     buf = lines.buf
     names: list[str] = []
@@ -930,8 +953,7 @@ def _line_names(lines: _Lines, idx: np.ndarray, line_len: int, width: int
             name = ""
         names.append(name)
         valid.append(bool(name) and " " not in name)
-    device = pl.Series("device", names, dtype=pl.String).gather(pl.Series("code", code))
-    return device, np.array(valid, dtype=bool)[code]
+    return names, valid, code
 
 
 def _device_names(mat: np.ndarray, width: int) -> tuple[pl.Series, np.ndarray]:
@@ -1385,12 +1407,13 @@ class _Parser:
         frames of every line kind). The open report of the general path, if any, is
         complete (the piece starts with a report) and is linked first. The result is the
         same as the general path's: :meth:`_assemble` builds the frame, the stamps are read
-        by :meth:`_steady_stamps` (the byte kernel, else :meth:`_stamps_utc`), and the tests
+        by :meth:`_steady_stamps` (the byte kernel, else ``parse_local``), and the tests
         run every fixture, damaged logs and a daylight-saving change both ways.
         """
         run = self.steady_run()
-        if run is None or hi <= lo:
-            return None
+        if run is None or run.last_utc is None or run.nominal_s is None or hi <= lo:
+            return None  # (steady_run checks the two, but the type checker cannot see it)
+        last_utc, nominal_s = run.last_utc, float(run.nominal_s)
         k = kind[lo:hi]
         ts = np.flatnonzero(k == _TS)
         if ts.size == 0 or ts[0] != 0:
@@ -1417,10 +1440,19 @@ class _Parser:
         if not bool((lines.lens[rows] == header_len).all()):
             return None
         values, ok = _decode_lines(lines, rows, header_len, lay.fixed_fields())
-        device, named = _line_names(lines, rows, header_len, _DEVICE_WIDTH)
+        grouped = _name_groups(lines, rows, _DEVICE_WIDTH)
+        if grouped is not None:
+            names, valid, code = grouped
+            named = all(valid)
+            device = pl.Series("device", names, dtype=pl.String).gather(
+                pl.Series("code", code))
+        else:
+            device, named_rows = _device_names(lines.matrix(rows, header_len), _DEVICE_WIDTH)
+            named = bool(named_rows.all())
+            names = device.unique().to_list()
         _names, cpu_cols, cpu_width = _cpu_columns(cpu_text)
         cpu_at = ts + 2
-        if not (ok.all() and named.all() and (lines.lens[cpu_at] == cpu_width).all()):
+        if not (ok.all() and named and (lines.lens[cpu_at] == cpu_width).all()):
             return None
         cpu_values: list[np.ndarray] = []
         if cpu_cols:
@@ -1428,58 +1460,81 @@ class _Parser:
                                                [(a, b) for _t, _j, a, b in cpu_cols])
             if not cpu_ok.all():
                 return None
+        read = self._steady_stamps(lines, ts)
+        if read is None:
+            return None
+        stamps = read.alias("ts")
         # every test passed: from here on the parser's state changes
         frames: list[SampleFrame] = []
         opened = self.close_open()
         if opened is not None and len(opened):
             frames.append(opened)
         n_rep = ts.size
-        first = self.next_report
-        utc_us = pl.Datetime("us", "UTC")
-        reports = pl.DataFrame([
-            pl.Series("report", np.arange(first, first + n_rep), dtype=pl.Int64),
-            pl.Series("run", np.full(n_rep, run.run_id), dtype=pl.Int64),
-            pl.Series("since_boot", np.zeros(n_rep, dtype=bool)),  # not a run's first
-            pl.Series("host", [run.host or self.host_default], dtype=pl.String)
-            .gather(np.zeros(n_rep, dtype=np.int64)),
-            *[pl.Series(t, v) for (t, _j, _a, _b), v in zip(cpu_cols, cpu_values,
-                                                             strict=True)],
-            self._steady_stamps(lines, ts, line0 - lo).alias("ts"),
-        ]).with_columns(_interval(pl.lit(run.last_utc, dtype=utc_us),
-                                  pl.lit(run.nominal_s, dtype=pl.Float64)).alias("interval_s"))
+        host = run.host or self.host_default
+        # each report's interval: _interval's rule on the microseconds (one report per
+        # stamp, the first one's step from the run's last time)
+        us = stamps.to_physical().to_numpy()
+        prev = np.empty_like(us)
+        prev[0] = _utc_us(last_utc)
+        prev[1:] = us[:-1]
+        step_s = (us - prev).astype(np.float64) / 1e6
+        interval_s = np.where((step_s <= 0) | (np.abs(step_s - nominal_s) <= 1.0), nominal_s,
+                              step_s)
+        # the frame is built whole: a report's values repeated over its rows, the names'
+        # kinds from the few distinct names (what _assemble does with joins and a unique)
+        at = np.repeat(np.arange(n_rep), n_rows)
         cols: dict[str, pl.Series] = {"device": device, **lay.columns(values)}
-        cols["report"] = pl.Series("report", np.repeat(np.arange(first, first + n_rep), n_rows),
-                                   dtype=pl.Int64)
-        stamped = reports["ts"].drop_nulls()
-        if stamped.len():
-            run.last_utc = stamped[-1]
+        for (target, _j, _a, _b), v in zip(cpu_cols, cpu_values, strict=True):
+            cols[target] = pl.Series(target, np.repeat(v, n_rows))
+        cols["ts"] = stamps.gather(at)
+        cols["interval_s"] = pl.Series("interval_s", np.repeat(interval_s, n_rows))
+        frame = _with_total_kbps(pl.DataFrame(cols))
+        info = _device_info(names)
+        frame = frame.with_columns(
+            pl.lit(NAME).alias("source"), pl.lit(host, dtype=pl.String).alias("host"),
+            pl.lit(False).alias("since_boot"),  # not a run's first report
+            _per_device(info, "parent").alias("parent"),
+            _per_device(info, "device_kind").alias("device_kind"))
+        # _trusted's rules, on the reports and the distinct names
+        trusted = bool(host is not None and np.isfinite(interval_s).all()
+                       and (interval_s > 0).all()
+                       and info["device_kind"].is_in(sorted(DEVICE_KINDS)).all()
+                       and info["device_kind"].null_count() == 0)
+        run.last_utc = stamps[-1]
         self.next_report += n_rep
         run.reports += n_rep
+        self.reports_out += n_rep
         self.last_size = (run.run_id, 4 + int(n_rows[-1]))  # stamp, avg-cpu x2, Device
-        frames.append(self._assemble(pl.DataFrame(cols), reports))
+        frames.append(SampleFrame(frame, validate=not trusted))
         return frames
 
-    def _steady_stamps(self, lines: _Lines, ts: np.ndarray, line0: int) -> pl.Series:
-        """UTC times of the stamp lines ``ts`` of a steady piece (``line0`` lines above the
-        piece): read by the byte kernel ``ig_stamps`` when every stamp has the first one's
-        shape and a possible value, else (and without the kernels) by :meth:`_stamps_utc`,
-        which also names the lines it cannot read."""
+    def _steady_stamps(self, lines: _Lines, ts: np.ndarray) -> pl.Series | None:
+        """UTC times of the stamp lines ``ts`` of a steady piece, read by the byte kernel
+        ``ig_stamps`` when every stamp has the first one's shape, else (and without the
+        kernels) by :func:`timestamps.parse_local`; None when any of them is not a possible
+        time (impossible date, daylight-saving gap ...): the piece then takes the general
+        path, which names the line (or, as it reads dates, judges the date order again)."""
         kern = _kernels()
         order = self.order.order if self.order is not None else "MDY"
         shape = None if kern is None else tsx.fixed_shape(lines.text(ts[:1])[0], order)
+        local: pl.Series | None = None
+        offset: pl.Series | None = None
         if kern is not None and shape is not None:
             us, ok = kern.stamps(lines.arr, lines.starts, lines.ends, ts, shape.template,
                                  shape.classes, list(shape.at), shape.ampm)
             if ok.all():
-                utc, note = tsx.to_utc(pl.Series("local", us).cast(pl.Datetime("us")), None,
-                                       self.source.tz)
-                if note:
-                    self.source.note(note)
-                if utc.null_count() == 0:  # else a daylight-saving gap: named below
-                    return utc
-        return self._stamps_utc(pl.DataFrame([
-            lines.text(ts).alias("ts_text"),
-            pl.Series("ts_line", line0 + ts + 1, dtype=pl.Int64)]))
+                local = pl.Series("local", us).cast(pl.Datetime("us"))
+        if local is None:
+            parsed = tsx.parse_local(lines.text(ts), order)
+            local, offset = parsed["local"], parsed["offset_min"]
+            if local.null_count():
+                return None
+        utc, note = tsx.to_utc(local, offset, self.source.tz)
+        if utc.null_count():
+            return None
+        if note:
+            self.source.note(note)
+        return utc
 
     def close_open(self) -> SampleFrame | None:
         """Link the open report as complete (the next piece starts with a report)."""
@@ -1847,17 +1902,8 @@ class _Parser:
         if joined["ts"].null_count():
             # rows of a report whose time stamp was refused (--lenient) have no time
             joined = joined.filter(pl.col("ts").is_not_null())
-        if "_wd_kBps" in joined.columns:
-            read = pl.col("r_kBps") if "r_kBps" in joined.columns else pl.lit(None)
-            joined = joined.with_columns((read + pl.col("_wd_kBps")).alias("kBps")
-                                         ).drop("_wd_kBps")
-        devices = joined["device"].unique().to_list()
-        parents = [guess_parent(d) for d in devices]
-        info = pl.DataFrame({
-            "device": devices, "parent": parents,
-            "device_kind": ["partition" if p is not None else kind_from_name(d)
-                            for d, p in zip(devices, parents, strict=True)],
-        }, schema={"device": pl.String, "parent": pl.String, "device_kind": pl.String})
+        joined = _with_total_kbps(joined)
+        info = _device_info(joined["device"].unique().to_list())
         # a mapping of the few names, not a join (which would copy every column); a
         # constant when all devices agree (no partitions, one kind: the usual log)
         joined = joined.with_columns(
@@ -1909,6 +1955,25 @@ def _interval(prev: pl.Expr, nominal: pl.Expr, *, first: bool = True) -> pl.Expr
             .then(nominal).otherwise(step))
 
 
+def _with_total_kbps(df: pl.DataFrame) -> pl.DataFrame:
+    """kBps = read + (write + discard) when a layout printed the latter together (the
+    basic ``-s`` report's ``kB_w+d/s``)."""
+    if "_wd_kBps" not in df.columns:
+        return df
+    read = pl.col("r_kBps") if "r_kBps" in df.columns else pl.lit(None)
+    return df.with_columns((read + pl.col("_wd_kBps")).alias("kBps")).drop("_wd_kBps")
+
+
+def _utc_us(t: datetime) -> int:
+    """Microseconds since 1970 of ``t`` (UTC when naive), exactly."""
+    if t.tzinfo is None:
+        t = t.replace(tzinfo=UTC)
+    return (t - _EPOCH) // timedelta(microseconds=1)
+
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
 def _same_lines(lines: _Lines, idx: np.ndarray) -> str | None:
     """The text of the lines ``idx`` when they are all the same bytes, else None."""
     width = int(lines.lens[idx[0]])
@@ -1919,6 +1984,17 @@ def _same_lines(lines: _Lines, idx: np.ndarray) -> str | None:
         return None
     text: str = lines.text(idx[:1])[0]
     return text
+
+
+def _device_info(names: list[str]) -> pl.DataFrame:
+    """One row per device name: its ``parent`` (a partition's disk, else null) and its
+    ``device_kind`` (``partition`` or the kind its name tells)."""
+    parents = [guess_parent(d) for d in names]
+    return pl.DataFrame({
+        "device": names, "parent": parents,
+        "device_kind": ["partition" if p is not None else kind_from_name(d)
+                        for d, p in zip(names, parents, strict=True)],
+    }, schema={"device": pl.String, "parent": pl.String, "device_kind": pl.String})
 
 
 def _per_device(info: pl.DataFrame, column: str) -> pl.Expr:
@@ -2037,7 +2113,8 @@ def iter_parse(stream: BinaryIO, source: Source, *, chunk_bytes: int = CHUNK_BYT
 
     if workers <= 0:  # everything in this thread
         carry = b""  # the last report of a piece linked by the steady path: the next one's
-        for piece, last in _chunks(stream, chunk_bytes):
+        for piece, last in _chunks(stream, chunk_bytes,
+                                   min(chunk_bytes, FIRST_BYTES) if _STEADY else None):
             buf = piece
             if carry:
                 buf[0:0] = carry
@@ -2062,7 +2139,8 @@ def iter_parse(stream: BinaryIO, source: Source, *, chunk_bytes: int = CHUNK_BYT
                         continue
                     buf = buf[at_lo:]  # (a copy: ``lines`` still views the piece)
             # the file's first piece is linked at once: its reports fix the run's interval
-            # and date order, after which the steady path can take the next piece
+            # and date order (it is short: FIRST_BYTES), after which the steady path can
+            # take the next piece
             yield from take(_scan(buf, last, parser.layouts), len(buf), last,
                             force=_STEADY and not parser.started)
     else:

@@ -403,6 +403,12 @@ def infer_date_order(dates: pl.DataFrame, hint: str | None = None) -> DateOrder:
         return DateOrder("YMD", True)
     if year_first.any():
         raise ValueError("dates mix year-first and year-last spellings")
+    # a date that no order can read (13/45/2018: no month) says nothing about the order;
+    # it is refused, with its line, when the stamps are read
+    f1, f2 = pl.col("f1"), pl.col("f2")
+    ok = ok.filter(((f1 <= 12) & (f2 <= 31)) | ((f2 <= 12) & (f1 <= 31)))
+    if ok.height == 0:
+        return DateOrder(hint or "MDY", True)
     f1_big = ok.filter(pl.col("f1") > 12).height
     f2_big = ok.filter(pl.col("f2") > 12).height
     if f1_big and f2_big:

@@ -756,8 +756,15 @@ def _same(a: tuple[Any, ...], b: tuple[Any, ...]) -> None:
     if isinstance(a[0], pl.DataFrame) and isinstance(b[0], pl.DataFrame):
         assert a[0].equals(b[0], null_equal=True)
     else:
+        assert type(a[0]) is type(b[0])
         assert a[0] == b[0]
-    assert a[1:] == b[1:]
+    if isinstance(a[0], tuple):
+        # an error: the same one, after the same skipped lines; the notes gathered before it
+        # are not reported (the command prints a failed file's error only) and depend on
+        # how far the paths had linked when they met the line
+        assert a[2:] == b[2:]
+    else:
+        assert a[1:] == b[1:]
 
 
 class _Count:

@@ -112,6 +112,16 @@ def test_a_field_above_12_decides() -> None:
     assert _order(["2018-06-01T00:00:00"]) == tsx.DateOrder("YMD", True)
 
 
+def test_a_date_no_order_can_read_says_nothing() -> None:
+    # 13/45: neither field can be the month (hypothesis put one in a log of 06/14 dates,
+    # and whether the log failed as "mixing orders" depended on where it was cut)
+    assert _order(["06/14/2018 10:00:00", "13/45/2018 10:00:00"]) == tsx.DateOrder("MDY", True)
+    assert _order(["14/06/2018 10:00:00", "45/13/2018 10:00:00"]).order == "DMY"
+    assert _order(["13/45/2018 10:00:00"]) == tsx.DateOrder("MDY", True)
+    with pytest.raises(ValueError, match="mix day-first and month-first"):
+        _order(["06/14/2018 10:00:00", "14/06/2018 10:00:00"])
+
+
 def test_the_changing_field_is_the_day() -> None:
     mdy = _order(["06/01/2018 23:59:59", "06/02/2018 00:00:00"])
     assert (mdy.order, mdy.certain) == ("MDY", False)
