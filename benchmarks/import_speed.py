@@ -170,8 +170,6 @@ def child(mode: str, log: str, out: str) -> None:
     assert check == rows, (check, rows)
     print(json.dumps({"seconds": seconds, "rows": rows,
                       "native": native.kernels() is not None}))
-    import gc
-    gc.freeze()  # as the CLI's main() does before the interpreter exits (see there)
 
 
 # ---- main ----------------------------------------------------------------------------------

@@ -358,8 +358,14 @@ def _size_drift_note(x: F64, y: F64, sz: F64) -> str | None:
             "with the size mix); the maximum holds for the observed mix only")
 
 
+#: %util below this is no busy time at all: the kernel counts busy time in whole
+#: milliseconds (io_ticks), 1 ms of a 1e5 s interval is 1e-6 %. Smaller values (hypothesis
+#: found 2.2e-308) made busy per IOPS denormal and the maximum infinite.
+_MIN_UTIL_PCT = 1e-6
+
+
 def _util_linear(p: _Points, known: bool | None, reason: str) -> CapacityEstimate:
-    ok = np.isfinite(p.util) & (p.util > 0)
+    ok = np.isfinite(p.util) & (p.util >= _MIN_UTIL_PCT)
     x, y, w = p.iops[ok], np.minimum(p.util[ok], 100.0), p.weight[ok]
     w = np.where(np.isfinite(w) & (w > 0), w, 1.0)
     n = int(x.size)

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import gc
-
 import typer
 
 from iogauge import __version__
@@ -59,13 +57,6 @@ def main() -> None:
     except KeyboardInterrupt:
         # Ctrl-C before a command installed its own handling (e.g. during start-up).
         raise SystemExit(130) from None
-    finally:
-        # The interpreter's exit runs full garbage collections over every object left (the
-        # modules of polars, numpy, typer, rich ...): 60-80 ms after an import of the
-        # benchmark log, more than the import of a small file. Frozen objects are skipped;
-        # the commands close their files and stores themselves, so nothing is left for
-        # those collections to finalise.
-        gc.freeze()
 
 
 if __name__ == "__main__":
