@@ -123,3 +123,36 @@ def test_option_defaults_equal_their_owners() -> None:
     assert isinstance(defaults.LAB_DEFAULT_BACKING_DIR, Path)
     assert defaults.LAB_EXPERIMENTS == EXPERIMENTS
     assert defaults.LAB_VARIANT_NAMES == VARIANT_NAMES
+
+
+def test_import_to_parquet_does_without_duckdb_and_pydantic(tmp_path: Path) -> None:
+    # `import --parquet` is the fast path (benchmarks/import_speed.py): the DuckDB store is
+    # not loaded (iogauge.store loads it when first used), and nor is pydantic, which typer
+    # 0.29 builds a TypeAdapter with for every parameter (0.15-0.2 s of CPU per run).
+    fixture = (Path(__file__).parents[1] / "fixtures" / "iostat"
+               / "iostat-tool-sysstat11.7.3-iostat-x-t.txt")
+    out = tmp_path / "out.parquet"
+    said, modules = _loaded_by("import", str(fixture), "--parquet", str(out))
+    assert "rows written to" in said  # the command ran
+    assert out.stat().st_size > 0
+    assert "duckdb" not in modules
+    assert "pydantic" not in modules
+
+
+def test_final_collections_are_spared_unless_duckdb_is_loaded(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    import gc
+
+    from iogauge.cli.shutdown import spare_final_collections
+
+    assert gc.get_freeze_count() == 0
+    try:
+        # DuckDB's nanobind bindings would report the frozen instances as leaked at exit
+        monkeypatch.setitem(sys.modules, "duckdb", sys.modules.get("duckdb") or object())
+        spare_final_collections()
+        assert gc.get_freeze_count() == 0
+        monkeypatch.delitem(sys.modules, "duckdb")
+        spare_final_collections()
+        assert gc.get_freeze_count() > 0
+    finally:
+        gc.unfreeze()

@@ -314,7 +314,6 @@ def import_(
 
     from iogauge.importers.registry import expand
     from iogauge.model.waitevents import WaitEventFrame
-    from iogauge.store.duckdb_store import StoreImport
 
     with user_errors():
         zone = parse_zone(tz)
@@ -337,8 +336,12 @@ def import_(
             # The store is opened before the first file (a locked or unusable --db is said
             # before any reading); its transaction is rolled back if the stack closes
             # without the commit below.
-            target = (stack.enter_context(StoreImport(db, replace=True))
-                      if parquet is None and not as_json else None)
+            target = None
+            if parquet is None and not as_json:
+                # DuckDB is loaded only for the store (--parquet and --json do without it)
+                from iogauge.store.duckdb_store import StoreImport
+
+                target = stack.enter_context(StoreImport(db, replace=True))
             with Progress(TextColumn("importing {task.description}"), BarColumn(),
                           TextColumn("{task.completed}/{task.total} files"),
                           TimeElapsedColumn(), console=err, transient=True,

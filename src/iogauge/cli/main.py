@@ -16,6 +16,7 @@ from iogauge.cli import (
     report_cmd,
 )
 from iogauge.cli.lab_cmd import lab_app
+from iogauge.cli.shutdown import spare_final_collections
 
 app = typer.Typer(
     name="iogauge",
@@ -57,6 +58,8 @@ def main() -> None:
     except KeyboardInterrupt:
         # Ctrl-C before a command installed its own handling (e.g. during start-up).
         raise SystemExit(130) from None
+    finally:
+        spare_final_collections()
 
 
 if __name__ == "__main__":
