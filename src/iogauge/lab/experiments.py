@@ -103,6 +103,9 @@ PAPER_KNEE_PCT = {("file-share", "A"): 90.0, ("file-share", "B"): 90.0,
 PAPER_SVCTM_MS = ((80.0, 5.68), (160.0, 5.72))
 #: The knee band the paper observed across its workloads (§4 footnote: "80%-95%").
 KNEE_BAND_PCT = (80.0, 95.0)
+#: How far below the best capped run the uncapped run (100 %util) may stay and still count
+#: as the maximum (§3: "%util が 100% で最高性能値に達している"): the runs scatter by ~1 %.
+MAX_AT_FULL_TOL = 0.01
 
 
 @dataclass(frozen=True)
@@ -617,6 +620,18 @@ def compare_sec3(res: Sec3Result) -> list[Comparison]:
             if res.mode == "sim" else
             "reported only: fio spaces capped I/O evenly, not in seed 004's per-second "
             "bursts"))
+    for name in ("file-share", "backup"):
+        # §3: "%util が 100% で最高性能値に達している" -- the maximum is reached at 100 %util
+        best = {p: (c.max_iops, max(pt.iops for pt in c.points))
+                for (n, p), c in res.cases.items() if n == name and c.points}
+        if best:
+            rows.append(Comparison(
+                f"{name}: the most IOPS at 100 %util",
+                ", ".join(f"{p} {top:.0f} vs {capped:.0f}" for p, (top, capped) in best.items()),
+                "the maximum at 100 %",
+                all(top >= capped * (1.0 - MAX_AT_FULL_TOL) for top, capped in best.values()),
+                f"the uncapped run gets at least the best capped run's IOPS (within "
+                f"{MAX_AT_FULL_TOL * 100:g} %)"))
     if has(("file-share", "A+B")):
         c = res.case("file-share", "A+B")
         (x1, p1), (x2, p2) = PAPER_SVCTM_MS
@@ -699,6 +714,14 @@ def results_markdown(res: Sec3Result) -> str:
             "vs ~9 ms on A alone) while the members' write-back, ordered by the drive, "
             "stays local (~4-5 ms a destage), so the hidden work is a smaller share and "
             "the 5 % point is reached only high up the wall."),
+            ("* Beyond the knee the model's IOPS fall back: uncapped (%util 100 %) they are "
+            "up to 6 % below the best capped run (seed 4), where the paper reaches its maximum "
+            "at 100 %. Once a member disk never idles, its write-back buffer fills and is "
+            "written back one entry at a time between host commands, each from wherever "
+            "the last read left the head, which costs more than the sorted write-back of "
+            "idle spells. Writing back a batch down to a low watermark instead removes the "
+            "fall (backup on A: 129 IOPS uncapped against 115) but also the backup's "
+            "cliff, so it is not in the profile. The ratios above use the uncapped runs."),
             ("* Command queueing (NCQ) in the member disks is off in seed 004's device "
             "profile (`raid5-6x400g`): each member serves its commands in the order the "
             "controller issues them. `--profile raid5-6x400g-ncq` turns it on (32 commands, "
