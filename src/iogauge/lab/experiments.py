@@ -670,7 +670,7 @@ def results_markdown(res: Sec3Result) -> str:
                    f"{r.criterion} |")
     out += ["", "## Cases", "",
             ("| workload | placement | max IOPS | util/IOPS (ms) | knee %util | knee IOPS | "
-             "next run | 5 % below line | points | run time |"),
+             f"next run | {cfg.tol * 100:g} % below line | points | run time |"),
             "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for c in res.cases.values():
         ki = "-" if c.fit.knee_iops is None else f"{c.fit.knee_iops:.0f}"
