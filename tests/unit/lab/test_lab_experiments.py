@@ -131,7 +131,8 @@ def test_paper_sec3_reproduces_the_qualitative_findings(sec3: Sec3Result) -> Non
         k = knees[("file-share", p)]
         assert k is not None and lo <= round(k) <= hi, (p, k)
     # The backup's knee: the paper's is 80-85 %; the model's lies 1-3 points below that band
-    # (78-79 % on A and B; seed 004's issue stays open on it), and above 75 %.
+    # on A and B (78-79 %: a known gap, the profile hdd-7200-400g lists the sweep that
+    # found no way to close it), and above 75 %.
     for p in ("A", "B", "A+B"):
         k = knees[("backup", p)]
         assert k is not None and 75.0 <= k <= hi, (p, k)
