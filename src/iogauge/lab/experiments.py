@@ -237,15 +237,13 @@ def find_knee(points: Sequence[tuple[float, float]], *, tol: float = 0.05,
         if s <= edge_tol:
             edge = (u, x)
         prev = (u, x, s)
+    if cross is not None:
+        line = replace(line, tol_util_pct=cross[0], tol_iops=cross[1])
     if edge is None:
-        return replace(line, beyond_util_pct=ordered[0][1] if ordered else None,
-                       tol_util_pct=None if cross is None else cross[0],
-                       tol_iops=None if cross is None else cross[1])
+        return replace(line, beyond_util_pct=ordered[0][1] if ordered else None)
     above = [u for _x, u in ordered if u > edge[0]]
     return replace(line, knee_util_pct=edge[0], knee_iops=edge[1],
-                   beyond_util_pct=min(above) if above else None,
-                   tol_util_pct=None if cross is None else cross[0],
-                   tol_iops=None if cross is None else cross[1])
+                   beyond_util_pct=min(above) if above else None)
 
 
 @dataclass
@@ -566,7 +564,9 @@ def paper_sec3(mode: Mode = "sim", cfg: Sec3Config = Sec3Config(), *,
 def _knee_text(fit: KneeFit) -> str:
     """The knee and the run above it (the knee lies between the two)."""
     k = _fmt_pct(fit.knee_util_pct)
-    return k if fit.beyond_util_pct is None else f"{k} (next run: {fit.beyond_util_pct:.0f} %)"
+    if fit.knee_util_pct is None or fit.beyond_util_pct is None:
+        return k
+    return f"{k} (next run: {fit.beyond_util_pct:.0f} %)"
 
 
 def _fmt_pct(v: float | None) -> str:
@@ -610,7 +610,7 @@ def compare_sec3(res: Sec3Result) -> list[Comparison]:
     for (name, placement), c in res.cases.items():
         k = c.fit.knee_util_pct
         lo, hi = KNEE_BAND_PCT
-        ours = _fmt_pct(k) if k is None else _knee_text(c.fit)
+        ours = _knee_text(c.fit)
         rows.append(Comparison(
             f"{name}@{placement}: linear up to (knee)", ours,
             f"{PAPER_KNEE_PCT[(name, placement)]:.0f} %",
