@@ -13,6 +13,7 @@ import typer
 from typer.testing import CliRunner
 
 from iogauge.lab.experiments import (
+    APPROXIMATIONS,
     KNEE_BAND_PCT,
     QUICK,
     CaseResult,
@@ -181,6 +182,11 @@ def test_outputs_are_written_and_self_contained(sec3: Sec3Result, tmp_path: Path
     assert "<script" not in page
     assert not re.search(r"(src|href)=", page)  # no external resource
     assert "knee" in page
+    # The notes on what is approximated are in both, the page's `code` spans as <code>.
+    assert md.count("\n* ") >= len(APPROXIMATIONS)
+    assert page.count("<li>") == len(APPROXIMATIONS)
+    assert "<code>destage_idle_ms</code>" in page
+    assert "`" not in page.split("<h2>What is approximated</h2>")[1]
 
 
 def test_device_mode_without_the_emulated_device_is_a_clear_error(
