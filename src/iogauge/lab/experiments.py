@@ -672,12 +672,13 @@ APPROXIMATIONS: tuple[str, ...] = (
      "%util) each member disk spends ~169 ms a second writing back, about what each "
      "second's idle tail leaves after `destage_idle_ms` (1 s - 777 ms - 70 ms = "
      "153 ms) plus a little write-back in gaps within the bursts. The paper's array "
-     "is much slower on 128 KB I/Os (65 IOPS at most, against our 115): at about 60 "
+     "is much slower on the backup (65 IOPS at most, against our 115): at about 60 "
      "IOPS the same write-back per I/O would take ~85 ms a second, which the idle "
      "tail holds up to about 85 %util, the paper's knee on A. Slowing the model's "
      "backup that far (tried, not kept: a controller that issues a command's member "
      "reads one at a time, and the backup aligned to 4 KiB: 60 IOPS, every knee in "
-     "the band) also doubles its inner-vs-outer loss (B / A 80 %, the paper's 89 %)."),
+     "the band) almost doubles its loss on the inner tracks (B / A 80 %, the "
+     "paper's 89 %)."),
     ("The knee is the paper's proportional-limit busy rate: the last run on the "
      "line (within 2 %). Where the curve falls off a cliff (IOPS on the line, then "
      "%util at 100 % a few IOPS later, as the paper describes for the backup) the "
