@@ -54,6 +54,7 @@ import argparse
 import importlib.util
 import json
 import os
+import platform
 import re
 import shutil
 import statistics
@@ -194,7 +195,27 @@ def _jc() -> str | None:
     return str(local) if local.exists() else shutil.which("jc")
 
 
-def run_iostat(work: Path, size_mb: float, pairs: int = 1) -> dict[str, Any]:
+def _interpreter(script: str) -> str:
+    """The Python that runs ``script`` (its ``#!`` line) and that Python's version."""
+    try:
+        with Path(script).open("rb") as fh:
+            first = fh.readline(4096).decode(errors="replace").strip()
+    except OSError:
+        return "?"
+    if not first.startswith("#!"):
+        return "?"
+    python = first[2:].split()[0]
+    try:
+        probe = "import platform; print(platform.python_version())"
+        version = subprocess.run([python, "-c", probe],
+                                 capture_output=True, text=True, check=True, timeout=60).stdout
+    except (OSError, subprocess.SubprocessError):
+        return python
+    return f"{python} (Python {version.strip()})"
+
+
+def run_iostat(work: Path, size_mb: float, pairs: int = 1,
+               jc: str | None = None) -> dict[str, Any]:
     log = work / "iostat-x-t.log"
     t0 = time.perf_counter()
     size = build_log(log, size_mb)
@@ -217,11 +238,16 @@ def run_iostat(work: Path, size_mb: float, pairs: int = 1) -> dict[str, Any]:
         runs.append(measure(Run("import --db", [str(cli), "import", str(log), "--db",
                                                 str(db)]),
                             stdout=work / "cli-db.out"))
-    jc = _jc()
+    jc = jc or _jc()
     jc_run = None
     if jc is None:
         print("jc is not installed: `.venv/bin/pip install jc` (in the dev extras) to compare")
     else:
+        # jc is pure Python: its speed follows the interpreter's build (on one log, jc took
+        # ~20 % less time under Debian's python3.11, libpython linked in, than under a pyenv
+        # build with a shared libpython); say which ran each side
+        print(f"iogauge runs on {sys.executable} (Python {platform.python_version()}); "
+              f"jc: {jc} on {_interpreter(jc)}")
         jc_run = measure(Run("jc --iostat", [jc, "--iostat"]), stdin=log,
                          stdout=work / "jc.json")
         runs.append(jc_run)
@@ -317,6 +343,9 @@ def main(argv: list[str] | None = None) -> int:
                     help="(stream, import --parquet, jc) triples to run back to back; the "
                          "median ratios are the figures (and what --check tests) when more "
                          "than one (default 1)")
+    ap.add_argument("--jc", default=None, metavar="PATH",
+                    help="the jc to compare with (default: the one beside this Python, else "
+                         "the first on PATH); e.g. one installed for another interpreter")
     ap.add_argument("--check", action="store_true", help="exit 1 if a target is missed")
     ap.add_argument("--child", nargs=3, metavar=("MODE", "LOG", "OUT"),
                     help=argparse.SUPPRESS)
@@ -328,7 +357,7 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="iogauge-import-speed-", dir=base) as tmp:
         work = args.work_dir or Path(tmp)
         work.mkdir(parents=True, exist_ok=True)
-        result = run_iostat(work, args.size_mb, args.pairs)
+        result = run_iostat(work, args.size_mb, args.pairs, jc=args.jc)
         if not args.skip_perfmon:
             run_perfmon(work)
     if args.check and not result["ok"]:

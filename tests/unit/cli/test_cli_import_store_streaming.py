@@ -112,3 +112,27 @@ def test_a_bad_line_in_a_later_batch_creates_no_store(
     assert res.exit_code == 2
     assert sum(added) > 3_498  # the good file and most of the bad one had gone in
     assert sorted(p.name for p in tmp_path.iterdir()) == ["bad.txt"]
+
+
+@pytest.mark.parametrize("existing", [False, True], ids=["new store", "existing store"])
+def test_an_import_of_less_than_a_row_group_commits(tmp_path: Path, existing: bool) -> None:
+    """The commit moves the last, partial row group into the table and cannot spill it: under
+    the 32 MiB bulk limit an import of 35-120 thousand rows (a 5-15 MB iostat log) failed at
+    the COMMIT ("could not allocate block of size 256.0 KiB"). 16 copies of the RHEL 6 log,
+    55,968 rows, stay under DuckDB's 122,880-row row group (they failed before the fix)."""
+    files = []
+    for k in range(16):
+        files.append(tmp_path / f"rhel6-{k:02d}.txt")
+        shutil.copy(RHEL6, files[-1])
+    db = tmp_path / "s.duckdb"
+    if existing:
+        _seed(db)  # its 1,000 RHEL 6 rows are replaced, the SYSSTAT117 log's 82 stay
+    res = CliRunner().invoke(app, ["import", *map(str, files), "--db", str(db)],
+                             terminal_width=250)
+    assert res.exit_code == 0, res.output
+    assert f"55,968 rows stored in {db}" in res.stdout.replace("\n", "")
+    with Store.open(db, read_only=True) as st:
+        got = st.read().df
+    # the copies repeat each other's keys: within one import every copy is kept
+    assert got.height == 16 * 3_498 + (82 if existing else 0)
+    assert got.group_by("host", "device", "ts").len()["len"].max() == 16
