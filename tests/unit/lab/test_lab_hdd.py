@@ -147,6 +147,29 @@ def test_write_cache_hides_writes_until_idle_and_then_destages() -> None:
     assert t3 - t > 0.002
 
 
+@pytest.mark.parametrize(("low_water_pct", "destaged", "dirty_after"),
+                         [(100.0, 1, 8), (50.0, 4, 5), (0.0, 8, 1)])
+def test_a_full_buffer_is_written_back_down_to_the_low_water_mark(
+        low_water_pct: float, destaged: int, dirty_after: int) -> None:
+    """A write that finds the 32 KiB buffer full (eight 4 KiB writes far apart, no idle
+    spell) waits until the drive has written back down to the low-water mark: one entry at
+    100 % (only until it fits), four at 50 % (16 KiB dirty, then the write: 20 KiB), all
+    eight at 0 %; the wait grows with every destage."""
+    p = replace(hdd7200(), write_cache_KiB=32, destage_idle_ms=50.0,
+                destage_low_water_pct=low_water_pct)
+    m = HddModel(p)
+    t = 0.0
+    for i in range(8):
+        t = m.serve(True, i * 4 * 10**10, 4 * KIB, t)
+    assert m.destages == 0
+    done = m.serve(True, 3 * 10**11 + 10**9, 4 * KIB, t)
+    assert m.destages == destaged
+    assert len(m._dirty) == dirty_after
+    assert m._dirty_bytes == dirty_after * 4 * KIB
+    # each destage here is a seek + rotation + transfer, more than a millisecond
+    assert done - t > destaged * 0.001
+
+
 def test_reset_and_service_time_are_the_protocol_view_of_serve() -> None:
     m = build_model("hdd-7200")
     reqs = [Request("read", 123 * 4096, 4096), Request("write", 9 * 10**11, 8192),
@@ -173,3 +196,5 @@ def test_bad_parameters_are_refused() -> None:
         replace(hdd7200(), inner_MBps=300.0)
     with pytest.raises(ValueError, match="track_to_track_ms"):
         replace(hdd7200(), track_to_track_ms=20.0)
+    with pytest.raises(ValueError, match="destage_low_water_pct"):
+        replace(hdd7200(), destage_low_water_pct=120.0)
