@@ -159,11 +159,12 @@ BULK_MEMORY_LIMIT_BYTES = max(32 << 20, 2 * len(SAMPLE_TABLE_COLUMNS) * _DUCKDB_
 #: ``memory_limit`` for the COMMIT of a :class:`BulkAppend` transaction. The commit moves the
 #: transaction's last, partial row group into the table, and cannot spill it: under
 #: :data:`BULK_MEMORY_LIMIT_BYTES` (32 MiB) the commit of a new store failed ("could not
-#: allocate block of size 256.0 KiB") whenever the import had fewer than one row group of
-#: rows and more than ~30-40 thousand (a 5 or 10 MB iostat log: 34,353 and 68,706 rows).
-#: Measured with DuckDB 2.0 on the worst case, a row group's worth (122,000 rows of the
-#: benchmark log, 78-character source and 43-character device names) pending at the commit
-#: of a new store: it failed under 48 MiB and committed under 56 MiB; this limit is twice that.
+#: allocate block of size 256.0 KiB") whenever the import had fewer rows than one row group
+#: (122,880) and more than some 30,000 (30,000 committed; a 5 or 10 MB iostat log, 34,353 and
+#: 68,706 rows, did not). Measured with DuckDB 2.0 on the worst case, a row group's worth
+#: (122,000 rows of the benchmark log, 244-character source and 44-46-character device names)
+#: pending at the commit of a new store: it failed under 48 MiB and committed under 56 MiB;
+#: this limit is more than twice that.
 BULK_COMMIT_MEMORY_LIMIT_BYTES = 4 * BULK_MEMORY_LIMIT_BYTES
 #: DuckDB settings while a :class:`BulkAppend` transaction is open, restored when it ends.
 #: Same log, peak RSS of a script inserting the importer's SampleFrames as they come: 624 MiB
