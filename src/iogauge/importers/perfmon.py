@@ -464,31 +464,109 @@ def _data_rows(text: bytes, header_end: int, header: _Header,
 
 def _csv(text: bytes, header: _Header, header_idx: int, n_rows: int | None,
          columns: list[int], overrides: dict[str, pl.DataType] | None) -> pl.DataFrame:
+    # The header's cell count is the schema (not the first sample line's, which may be
+    # malformed), and a longer line is an error, not truncated: see _read_table.
+    types = overrides or {}
+    schema = {f"column_{i}": types.get(f"column_{i}", pl.String())
+              for i in range(header.n_cells)}
     return pl.read_csv(text, has_header=False, skip_lines=header_idx + 1,
                        separator=header.separator, quote_char='"', columns=[0, *columns],
-                       n_rows=n_rows, infer_schema=False, schema_overrides=overrides,
-                       truncate_ragged_lines=True)
+                       n_rows=n_rows, schema=schema, truncate_ragged_lines=False)
 
 
 def _read_table(text: bytes, header: _Header, header_idx: int, n_rows: int | None,
                 columns: list[int], source: Source) -> pl.DataFrame:
     """The used columns as a frame: ``_row`` (0-based line after the header), ``ts``
-    (text) and ``c<index>`` (Float64)."""
+    (text) and ``c<index>`` (Float64).
+
+    The last cell of every line is read too, as text: a line cut short (fewer cells than the
+    header) leaves it null. Then, or when polars cannot read the lines as they are (a quote
+    left open, a line with more cells, a first line shorter than the header, a cell that is
+    not a number), :func:`_read_checked` refuses the malformed lines by number, off the fast
+    path, and reads the rest."""
+    last = header.n_cells - 1
+    wanted = sorted({*columns, last})
     overrides: dict[str, pl.DataType] = {f"column_{i}": pl.Float64() for i in columns}
+    overrides[f"column_{last}"] = pl.String()
     try:
-        df = _csv(text, header, header_idx, n_rows, columns, overrides).with_row_index("_row")
+        df = _csv(text, header, header_idx, n_rows, wanted, overrides)
+        ragged = df[f"column_{last}"].null_count() > df["column_0"].null_count()
     except pl.exceptions.NoDataError:
         raise InputFormatError(source.path, None, "no sample lines after the header") from None
-    except pl.exceptions.ComputeError:
-        # Some cell is not a number: read the same columns as text to find which lines.
-        df = _read_with_bad_cells(_csv(text, header, header_idx, n_rows, columns, None),
-                                  header_idx, columns, source)
+    except pl.exceptions.PolarsError:
+        ragged = True
+    if ragged:
+        df = _read_checked(text, header, header_idx, n_rows, wanted, overrides, source)
+    else:
+        df = df.with_row_index("_row")
+    if last in columns:
+        df = _numbers_or_refuse(df, [last], header_idx, source)
+    else:
+        df = df.drop(f"column_{last}")
     return df.rename({"column_0": "ts"} | {f"column_{i}": f"c{i}" for i in columns})
 
 
-def _read_with_bad_cells(raw: pl.DataFrame, header_idx: int, columns: list[int],
-                         source: Source) -> pl.DataFrame:
-    """Refuse (or in lenient mode drop) the lines with a cell that is not a number."""
+def _read_checked(text: bytes, header: _Header, header_idx: int, n_rows: int | None,
+                  wanted: list[int], overrides: dict[str, pl.DataType],
+                  source: Source) -> pl.DataFrame:
+    """:func:`_read_table` of a file polars could not read as it is. Each sample line must be
+    ``"cell"`` joined by the separator, exactly ``n_cells`` of them (PDH quotes every cell);
+    the others are refused (``source.bad_line``: raise, or skip in lenient mode) and the
+    well-formed lines read, ``_row`` keeping each line's place after the header; a cell that
+    is not a number refuses its line too (:func:`_numbers_or_refuse`)."""
+    lines = pl.read_csv(text, has_header=False, skip_lines=header_idx + 1, separator="\x1f",
+                        quote_char=None, n_rows=n_rows, new_columns=["line"],
+                        schema={"line": pl.String()}).with_row_index("_row")
+    sep = f"\\x{{{ord(header.separator):x}}}"  # the separator as a regex escape
+    line = pl.col("line").str.strip_chars_end("\r")
+    # Quoted cells reduced to "" (PDH quotes every cell; a file saved again by a
+    # spreadsheet may not): then a cell is "" or text without quote or separator.
+    reduced = line.str.replace_all(r'"[^"]*"', '""')
+    cell = f'(?:""|[^"{sep}]*)'
+    cells = reduced.str.count_matches(sep) + 1
+    reason = (pl.when(line.is_null() | (line.str.strip_chars() == "")).then(None)
+              .when(~reduced.str.contains(f"^{cell}(?:{sep}{cell})*$"))
+              .then(pl.format("the line is not cells joined by the separator (a quote left "
+                              "open, a character after a closing quote): {}",
+                              line.str.slice(0, 100)))
+              .when(cells != header.n_cells)
+              .then(pl.format("{} cells where the header has " + str(header.n_cells), cells))
+              .otherwise(None))
+    checked = lines.select("_row", "line", reason.alias("reason"))
+    del lines
+    bad = checked.filter(pl.col("reason").is_not_null())
+    for r, why in bad.select("_row", "reason").iter_rows():
+        source.bad_line(header_idx + 2 + int(r), str(why))
+    good = checked.filter(pl.col("reason").is_null())
+    del checked
+    rows = good["_row"]
+    if bad.height:
+        body = good["line"].fill_null("").str.join("\n").item() + "\n"
+        text, skip, n_rows = body.encode("utf-8"), -1, None
+    else:
+        skip = header_idx
+    del good
+    values = [i for i in wanted if overrides[f"column_{i}"] == pl.Float64()]
+    try:
+        try:
+            df = _csv(text, header, skip, n_rows, wanted, overrides)
+        except pl.exceptions.ComputeError:
+            # Some cell is not a number: read the same columns as text to find which lines.
+            df = _csv(text, header, skip, n_rows, wanted, None)
+            return _numbers_or_refuse(df.with_columns(rows.alias("_row")).select(
+                "_row", *df.columns), values, header_idx, source)
+    except pl.exceptions.NoDataError:
+        raise InputFormatError(source.path, None, "no sample lines after the header") from None
+    except pl.exceptions.PolarsError as exc:
+        raise InputFormatError(source.path, None, f"cannot read the sample lines: {exc}"
+                               ) from exc
+    return df.with_columns(rows.alias("_row")).select("_row", *df.columns)
+
+
+def _numbers_or_refuse(df: pl.DataFrame, columns: list[int], header_idx: int,
+                       source: Source) -> pl.DataFrame:
+    """``column_<i>`` of ``columns`` (text) as Float64: a line with a cell that is not a
+    number (blank cells are "no value") is refused, or dropped in lenient mode."""
     names = [f"column_{i}" for i in columns]
 
     def number(n: str) -> pl.Expr:
@@ -497,16 +575,16 @@ def _read_with_bad_cells(raw: pl.DataFrame, header_idx: int, columns: list[int],
     def is_bad(n: str) -> pl.Expr:
         return number(n).is_null() & (pl.col(n).str.strip_chars().str.len_bytes() > 0)
 
-    raw = raw.with_row_index("_row")
-    bad_rows = (raw.filter(pl.any_horizontal([is_bad(n) for n in names]))
+    bad_rows = (df.filter(pl.any_horizontal([is_bad(n) for n in names]))
                 .select("_row", *names, *[is_bad(n).alias(f"bad:{n}") for n in names]))
     for rec in bad_rows.iter_rows(named=True):
         which = next(n for n in names if rec[f"bad:{n}"])
         source.bad_line(header_idx + 2 + int(rec["_row"]),
                         f"column {int(which.removeprefix('column_')) + 1}: {rec[which]!r} "
                         "is not a number")
-    return (raw.filter(~pl.col("_row").is_in(bad_rows["_row"].implode()))
-            .with_columns([number(n) for n in names]))
+    if bad_rows.height:
+        df = df.filter(~pl.col("_row").is_in(bad_rows["_row"].implode()))
+    return df.with_columns([number(n) for n in names])
 
 
 def _convert(values: pl.Series, conv: str, check: bool) -> pl.Series:

@@ -371,10 +371,14 @@ def _cpu_blocks(df: pl.DataFrame, source: Source) -> pl.DataFrame | None:
     subs = df.filter(pl.col("is_cpu_sub")).select("rid", "line_no", "tok")
     if subs.height == 0:
         return None
-    vals = df.filter(pl.col("is_cpu_val")).select("rid", "line_no", "line", "tok")
+    # Each values line is the line after its "us sy wt id" line; a file that ends on that
+    # line has none (its last report is dropped as cut off), so the pairs are joined by line.
+    vals = df.filter(pl.col("is_cpu_val")).select(
+        (pl.col("line_no") - 1).alias("line_no"), pl.col("line_no").alias("vln"), "line",
+        pl.col("tok").alias("vtok"))
+    pairs = subs.join(vals, on="line_no", how="inner", maintain_order="left")
     out: list[dict[str, object]] = []
-    for (rid, _ln, hdr_names), (_rid2, vln, vline, vtok) in zip(
-            subs.iter_rows(), vals.iter_rows(), strict=True):
+    for rid, _ln, hdr_names, vln, vline, vtok in pairs.iter_rows():
         names = list(hdr_names)
         toks = list(vtok or [])
         if len(toks) != len(names) or not all(re.fullmatch(r"\d+(\.\d+)?", x) for x in toks):

@@ -106,13 +106,17 @@ EXPECTS = ("a 'SunOS|AIX|HP-UX <host> ... MM/DD/YY' header line followed by sar 
 _LINE_SCHEMA = {"line": pl.String()}
 
 
-def read_lines(data: bytes) -> pl.DataFrame:
+def read_lines(data: bytes | list[bytes]) -> pl.DataFrame:
     """The input as one row per line: ``line_no`` (1-based, u32) and ``line`` (str, null when
     blank), trailing blanks and carriage returns removed.
 
     The whole text is read by polars as one string column (no per-line Python loop); blank
-    lines come back as null, so the row index + 1 is the line number.
+    lines come back as null, so the row index + 1 is the line number. A one-item list hands
+    the bytes over: they are let go once read, before the lines are trimmed (a copy of the
+    column), so the peak holds the input or a second column, not both.
     """
+    if isinstance(data, list):
+        data = data.pop()
     if encoding_of(data) != "utf-8":
         data = decode(data).encode("utf-8")
     if not data.strip():
@@ -120,6 +124,7 @@ def read_lines(data: bytes) -> pl.DataFrame:
                             schema={"line_no": pl.UInt32(), "line": pl.String()})
     df = pl.read_csv(io.BytesIO(data), has_header=False, separator="\x1f", quote_char=None,
                      new_columns=["line"], schema=_LINE_SCHEMA)
+    del data
     line = pl.col("line").str.strip_chars_end(" \t\r\x00")
     return df.with_row_index("line_no", offset=1).with_columns(
         pl.when(line.str.len_chars() > 0).then(line).otherwise(None).alias("line"))
@@ -301,55 +306,86 @@ def _disk_measures(cols: list[str], os_name: str | None) -> dict[str, pl.Expr]:
     return out
 
 
-def _timeline(section: pl.DataFrame, header_time: str, base: date) -> pl.DataFrame:
-    """Per time stamp of a section (``tl`` index 0 = the header): naive local ``ts_local`` with
-    day rollover, and ``interval_s`` since the previous stamp.
+#: Lines of ``sar -d``/``sar -u`` sections tokenised at a time. :func:`parse` splits the file
+#: into batches of whole sections of about this many lines (a longer section is one batch) and
+#: handles all the sections of one layout in a batch together, so the token lists of the whole
+#: file are never held at once and a file of thousands of short sections (a month of daily
+#: ``sar -A`` reports in one file) costs a few polars calls per batch, not per section.
+BATCH_LINES = 200_000
 
-    ``section`` holds the section's time-led rows with ``tl`` and ``t0`` (HH:MM:SS)."""
-    stamps = pl.concat([pl.DataFrame({"tl": [0], "t0": [header_time]},
-                                     schema={"tl": pl.UInt32(), "t0": pl.String()}),
-                        section.select(pl.col("tl").cast(pl.UInt32()), "t0")])
+#: A whitespace-led token that is a plain decimal number (:data:`_NUMBER_RE` as one token):
+#: on a line led by a time stamp, a section header has none, a data row has some.
+_NUMBER_FIELD_RE = r"\s[+]?(?:\d+\.?\d*|\.\d+)(?:\s|$)"
+
+
+def _timeline(stamps: pl.DataFrame, meta: pl.DataFrame) -> pl.DataFrame:
+    """Per section and time stamp (``tl`` 0 = the section header): naive local ``ts_local``
+    with day rollover, and ``interval_s`` since the previous stamp of the section.
+
+    ``stamps`` holds the time-led rows (``section``, ``tl``, ``t0`` HH:MM:SS) of the sections
+    in ``meta`` (``section``, ``hdr_time``, ``base`` date)."""
+    allst = pl.concat([
+        meta.select("section", pl.lit(0, dtype=pl.UInt32()).alias("tl"),
+                    pl.col("hdr_time").alias("t0")),
+        stamps.select("section", pl.col("tl").cast(pl.UInt32()), "t0"),
+    ]).sort("section", "tl")
     parts = pl.col("t0").str.split(":")
     secs = (parts.list.get(0).cast(pl.Int64) * 3600 + parts.list.get(1).cast(pl.Int64) * 60
             + parts.list.get(2).cast(pl.Int64))
-    return (stamps.with_columns(secs.alias("sod"))
-            .with_columns((pl.col("sod").diff() < 0).fill_null(False).cum_sum().alias("day"))
-            .with_columns((pl.lit(base).cast(pl.Datetime("us"))
+    rollover = (pl.col("sod").diff() < 0).fill_null(False).cum_sum().over("section")
+    return (allst.join(meta.select("section", "base"), on="section", how="left",
+                       maintain_order="left")
+            .with_columns(secs.alias("sod"))
+            .with_columns(rollover.alias("day"))
+            .with_columns((pl.col("base").cast(pl.Datetime("us"))
                            + pl.duration(seconds=pl.col("sod") + pl.col("day") * 86400))
                           .alias("ts_local"))
             .with_columns((pl.col("ts_local").diff().dt.total_microseconds() / 1e6)
-                          .alias("interval_s"))
-            .select("tl", "ts_local", "interval_s"))
+                          .over("section").alias("interval_s"))
+            .select("section", "tl", "ts_local", "interval_s"))
+
+
+_Layout = tuple[str, tuple[str, ...], str | None]
+#: A section to read: first row, end row, section id, header time, base date, layout (kind
+#: "disk" or "cpu", header tokens, OS name).
+_Wanted = tuple[int, int, int, str, date, _Layout]
+
+
+def _section_starts(df: pl.DataFrame) -> list[int]:
+    """0-based row of each section's first line (its header or OS line), by section id - 1."""
+    return [int(r) - 1 for r in
+            df.filter(pl.col("is_header") | pl.col("is_os"))["line_no"].to_list()]
 
 
 def parse(data: bytes, source: Source) -> SampleFrame:
     """Rows of every ``sar -d`` interval (``Average`` blocks skipped), with the ``sar -u`` CPU
     columns of the same time stamp; see the module docstring for the mapping."""
-    lines = read_lines(data)
+    whole = ends_with_newline(data)
+    box = [data]
+    del data  # read_lines takes the only reference: the bytes go once they are lines
+    lines = read_lines(box)
     if lines.height == 0:
         raise InputFormatError(source.path, None, "empty file")
-    tok = pl.col("line").str.extract_all(r"\S+")
-    df = lines.with_columns(tok.alias("tok")).with_columns(
-        pl.col("tok").list.len().fill_null(0).alias("n"),
-        pl.col("tok").list.get(0, null_on_oob=True).alias("t0"),
-        pl.col("tok").list.get(1, null_on_oob=True).alias("t1"),
-    )
+    line = pl.col("line")
+    t0 = line.str.extract(r"^\s*(\S+)", 1)
     # without a final line break the last line may be cut ("08:40:00   i"): never a header
-    partial = (pl.col("line_no") == lines.height) & pl.lit(not ends_with_newline(data))
-    is_time0 = pl.col("t0").str.contains(_TIME_RE).fill_null(False)
-    restart = is_time0 & pl.col("line").str.contains(r"\sunix\s+restarts").fill_null(False)
-    numeric_after_time = (pl.col("tok").list.slice(1)
-                          .list.eval(pl.element().str.contains(_NUMBER_RE)).list.any())
-    df = df.with_columns(
+    partial = (pl.col("line_no") == lines.height) & pl.lit(not whole)
+    is_time0 = t0.str.contains(_TIME_RE).fill_null(False)
+    restart = is_time0 & line.str.contains(r"\sunix\s+restarts").fill_null(False)
+    # Led by a time stamp, with a second token and no number after it: "08:00:00 device
+    # %busy ...". (The time itself is never a number token, so any number token follows it.)
+    two_tokens = line.str.contains(r"^\s*\S+\s+\S").fill_null(False)
+    number_after = line.str.contains(_NUMBER_FIELD_RE).fill_null(False)
+    df = lines.with_columns(
         is_time0.alias("is_time0"),
         restart.alias("restart"),
-        pl.col("line").str.contains(_OS_RE).fill_null(False).alias("is_os"),
-        (is_time0 & (pl.col("n") >= 2) & ~restart & ~numeric_after_time.fill_null(False)
-         & ~partial).alias("is_header"),
+        line.str.contains(_OS_RE).fill_null(False).alias("is_os"),
+        (is_time0 & two_tokens & ~restart & ~number_after & ~partial).alias("is_header"),
     ).with_columns(
         pl.col("is_os").cum_sum().alias("os_block"),
         (pl.col("is_header") | pl.col("is_os")).cum_sum().alias("section"),
     )
+    del lines  # df shares its line column: the lines go with df, before the rows are finished
 
     # --- OS header lines: OS, host, release and date of each block --------------------------
     os_rows = df.filter(pl.col("is_os")).select(
@@ -365,43 +401,51 @@ def parse(data: bytes, source: Source) -> SampleFrame:
         os_info[int(block)] = {"os": g["1"], "host": g["2"], "date": day,
                                "release": release[0] if release else ""}
 
-    # --- section headers ----------------------------------------------------------------
+    # --- section headers: which sections are sar -d / sar -u, and their layouts --------------
     headers = df.filter(pl.col("is_header")).select(
-        "section", "os_block", "line_no", "t0", pl.col("tok").list.slice(1).alias("cols"))
+        "section", "os_block", "line_no", t0.alias("t0"),
+        pl.col("line").str.extract_all(r"\S+").list.slice(1).alias("cols"))
     last_section = max_int(df["section"])
-    disk_frames: list[pl.DataFrame] = []
-    cpu_frames: list[pl.DataFrame] = []
+    starts = _section_starts(df)
+    wanted: list[_Wanted] = []
+    any_busy = False
     for section, os_block, hdr_line, hdr_time, hdr_cols in headers.iter_rows():
-        cols = list(hdr_cols)
+        cols = tuple(hdr_cols)
+        any_busy = any_busy or "%busy" in cols
         is_disk = "device" in cols and "%busy" in cols and cols[0] == "device"
         is_cpu = bool(cols) and cols[0] == "%usr" and "%idle" in cols
         if not (is_disk or is_cpu):
             continue
         info = os_info.get(int(os_block))
         base = _base_date(info, source, int(hdr_line))
-        rows = df.filter((pl.col("section") == section) & ~pl.col("is_header"))
-        if is_disk:
-            frame = _disk_section(rows, cols[1:], hdr_time, base, info, source,
-                                  cut_off=int(section) == last_section)
-            if frame.height:
-                disk_frames.append(frame.with_columns(pl.lit(int(os_block)).alias("os_block")))
-        else:
-            frame = _cpu_section(rows, cols, hdr_time, base, source,
-                                 cut_off=int(section) == last_section and
-                                 not ends_with_newline(data))
-            if frame.height:
-                cpu_frames.append(frame.with_columns(pl.lit(int(os_block)).alias("os_block")))
+        end = starts[section] if section < len(starts) else df.height
+        wanted.append((starts[section - 1], end, int(section), str(hdr_time), base,
+                       ("disk" if is_disk else "cpu", cols, info["os"] if info else None)))
+
+    disk_frames, cpu_frames, bad = _read_sections(df, wanted, last_section, whole, source)
+    del df  # the lines: what follows holds only the rows read from them
+    if bad:
+        refuse_rows(source, pl.concat(bad))
 
     if not disk_frames:
-        if headers.filter(pl.col("cols").list.contains("%busy")).height:
+        if any_busy:
             return SampleFrame.empty()
         raise InputFormatError(source.path, None, "no sar -d section ('HH:MM:SS device %busy "
                                "avque r+w/s blks/s avwait avserv') in this sar output")
+    # Each batch's rows come sorted by time and device (see _finish); the frames are let go
+    # as they are copied, so the peak holds the rows about twice, not three or four times.
     disks = pl.concat(disk_frames, how="diagonal_relaxed")
+    disk_frames.clear()
     if cpu_frames:
-        cpu = (pl.concat(cpu_frames, how="diagonal_relaxed")
-               .unique(subset=["os_block", "ts_local"], keep="first"))
-        disks = disks.join(cpu, on=["os_block", "ts_local"], how="left")
+        cpu = (pl.concat(cpu_frames, how="diagonal_relaxed").sort("line_no")
+               .unique(subset=["os_block", "ts_local"], keep="first", maintain_order=True)
+               .drop("line_no"))
+        # the CPU figures of each row's time stamp, joined on the two keys alone and added
+        # beside the row's columns (a join of the whole frame would copy every column)
+        keys = disks.select("os_block", "ts_local")
+        figures = keys.join(cpu, on=["os_block", "ts_local"], how="left",
+                            maintain_order="left").drop("os_block", "ts_local")
+        disks = disks.with_columns(figures)
     # Solaris 10+ no longer measures %wio (always 0): not measured -> null.
     sol10 = [b for b, i in os_info.items() if i["os"] == "SunOS" and _release(i) >= (5, 10)]
     if sol10 and "cpu_iowait_pct" in disks.columns:
@@ -411,6 +455,52 @@ def parse(data: bytes, source: Source) -> SampleFrame:
         source.note("Solaris 10 and later do not measure %wio (sar prints 0): cpu_iowait_pct "
                     "left null")
     return _finish(disks, source, os_info)
+
+
+def _read_sections(df: pl.DataFrame, wanted: list[_Wanted], last_section: int, whole: bool,
+                   source: Source,
+                   ) -> tuple[list[pl.DataFrame], list[pl.DataFrame], list[pl.DataFrame]]:
+    """The disk frames, CPU frames and refused rows of the ``wanted`` sections of ``df``, read
+    in batches of whole sections of about :data:`BATCH_LINES` lines, the sections of one
+    layout in a batch together."""
+    disk_frames: list[pl.DataFrame] = []
+    cpu_frames: list[pl.DataFrame] = []
+    bad: list[pl.DataFrame] = []
+    i = 0
+    while i < len(wanted):
+        j = i + 1
+        while j < len(wanted) and wanted[j][1] - wanted[i][0] <= BATCH_LINES:
+            j += 1
+        batch = wanted[i:j]
+        first, end = batch[0][0], batch[-1][1]
+        # One chunk per column: polars 2.1 panicked ("i < self.len()" in polars-arrow's
+        # binview) evaluating a when/then format over a frame whose columns were chunked
+        # differently (the AIX sample with a device line cut short, under the former
+        # per-section filter); a batch is small, so the copy is cheap insurance.
+        rows = df.slice(first, end - first).filter(~pl.col("is_header")).rechunk()
+        layouts: dict[_Layout, list[int]] = {}
+        for k, w in enumerate(batch):
+            layouts.setdefault(w[5], []).append(k)
+        for (kind, cols, os_name), ks in layouts.items():
+            meta = pl.DataFrame(
+                {"section": [batch[k][2] for k in ks], "hdr_time": [batch[k][3] for k in ks],
+                 "base": [batch[k][4] for k in ks]},
+                schema={"section": pl.UInt32(), "hdr_time": pl.String(), "base": pl.Date()})
+            part = (rows if len(layouts) == 1 else
+                    rows.filter(pl.col("section").is_in(meta["section"].implode())))
+            at_end = last_section in meta["section"]
+            if kind == "disk":
+                frame = _disk_sections(part, list(cols[1:]), os_name, meta, source, bad,
+                                       last=last_section if at_end else None)
+                if frame.height:
+                    disk_frames.append(frame)
+            else:
+                frame = _cpu_sections(part, list(cols), meta, source, bad,
+                                      cut=last_section if at_end and not whole else None)
+                if frame.height:
+                    cpu_frames.append(frame)
+        i = j
+    return disk_frames, cpu_frames, bad
 
 
 def _release(info: Mapping[str, Any]) -> tuple[int, ...]:
@@ -430,39 +520,52 @@ def _base_date(info: Mapping[str, Any] | None, source: Source, line_no: int) -> 
     return start.date()
 
 
-def _disk_section(rows: pl.DataFrame, cols: list[str], hdr_time: str, base: date,
-                  info: Mapping[str, Any] | None, source: Source, *,
-                  cut_off: bool) -> pl.DataFrame:
-    """Device rows of one ``sar -d`` section (header excluded), validated and mapped."""
-    nv = len(cols)
+def _with_tokens(rows: pl.DataFrame) -> pl.DataFrame:
+    """The rows of some sections (headers excluded, file order) with their tokens ``tok``,
+    ``n`` tokens, first token ``t0``, time stamp index ``tl`` in the section (0 = the header,
+    then one per time-led line) and ``leader``: "t" under a time stamp, "a" under ``Average``,
+    null before either."""
     avg = pl.col("t0") == "Average"
-    conf = pl.col("line").str.contains(r"^\s*System configuration").fill_null(False)
-    rows = rows.with_columns(
-        # the time stamp index: 0 = the header, then one per time-led line
-        pl.col("is_time0").cum_sum().alias("tl"),
-        # which leader (a time or "Average") the row falls under
-        pl.when(pl.col("is_time0")).then(pl.lit("t")).when(avg).then(pl.lit("a"))
-        .otherwise(None).forward_fill().alias("leader"),
-    )
-    has_average = rows.filter(avg).height > 0
+    return (rows.with_columns(pl.col("line").str.extract_all(r"\S+").alias("tok"))
+            .with_columns(pl.col("tok").list.len().fill_null(0).alias("n"),
+                          pl.col("tok").list.get(0, null_on_oob=True).alias("t0"))
+            .with_columns(
+                pl.col("is_time0").cum_sum().over("section").alias("tl"),
+                pl.when(pl.col("is_time0")).then(pl.lit("t")).when(avg).then(pl.lit("a"))
+                .otherwise(None).forward_fill().over("section").alias("leader")))
+
+
+_CONF = pl.col("line").str.contains(r"^\s*System configuration").fill_null(False)
+
+
+def _disk_sections(rows: pl.DataFrame, cols: list[str], os_name: str | None,
+                   meta: pl.DataFrame, source: Source, bad: list[pl.DataFrame], *,
+                   last: int | None) -> pl.DataFrame:
+    """Device rows of ``sar -d`` sections of one layout (value columns ``cols``), validated
+    and mapped; refused rows (``line_no``, ``reason``) are appended to ``bad``. ``last`` is the
+    file's last section when it is among them: without its Average block it was cut off."""
+    nv = len(cols)
+    rows = _with_tokens(rows)
     stamps = rows.filter(pl.col("is_time0"))
-    timeline = _timeline(stamps, hdr_time, base)
-    data = rows.filter((pl.col("n") > 0) & ~conf & ~pl.col("restart")
+    timeline = _timeline(stamps, meta)
+    data = rows.filter((pl.col("n") > 0) & ~_CONF & ~pl.col("restart")
                        & ~((pl.col("is_time0")) & (pl.col("n") == 1))
                        & (pl.col("leader") != "a").fill_null(True))
-    skipped_avg = rows.filter((pl.col("leader") == "a") & (pl.col("n") > 0)).height
-    if skipped_avg:
+    if rows.filter((pl.col("leader") == "a") & (pl.col("n") > 0)).height:
         source.note("sar 'Average' blocks are summaries of the whole report: skipped")
     if rows.filter(pl.col("restart")).height:
         source.note("'unix restarts' lines mark reboots: the first interval after one starts "
                     "at the restart time")
-    if cut_off and not has_average and stamps.height:
-        last_tl = max_int(stamps["tl"])
-        last_time = stamps.filter(pl.col("tl") == last_tl)["t0"][0]
-        data = data.filter(pl.col("tl") != last_tl)
-        source.note(f"the sar -d section ends without its Average block: the file was cut "
-                    f"off, and its last interval ({last_time}) was dropped as it may be "
-                    f"incomplete")
+    if last is not None:
+        in_last = pl.col("section") == last
+        last_stamps = stamps.filter(in_last)
+        if last_stamps.height and not rows.filter(in_last & (pl.col("t0") == "Average")).height:
+            last_tl = max_int(last_stamps["tl"])
+            last_time = last_stamps.filter(pl.col("tl") == last_tl)["t0"][0]
+            data = data.filter(~(in_last & (pl.col("tl") == last_tl)))
+            source.note(f"the sar -d section ends without its Average block: the file was cut "
+                        f"off, and its last interval ({last_time}) was dropped as it may be "
+                        f"incomplete")
     vals = pl.when(pl.col("is_time0")).then(pl.col("tok").list.slice(1)).otherwise(pl.col("tok"))
     data = data.with_columns(vals.alias("vals")).with_columns(
         pl.col("vals").list.get(0, null_on_oob=True).alias("device"),
@@ -480,37 +583,36 @@ def _disk_section(rows: pl.DataFrame, cols: list[str], hdr_time: str, base: date
               .then(pl.format("sar -d values are not all numbers: '{}'", pl.col("line")))
               .otherwise(None))
     data = data.with_columns(reason.alias("reason"))
-    refuse_rows(source, data.filter(pl.col("reason").is_not_null()))
-    data = data.filter(pl.col("reason").is_null()).join(timeline, on="tl", how="left")
-    bad_iv = data.filter(~(pl.col("interval_s") > 0))
-    if bad_iv.height:
-        refuse_rows(source, bad_iv.with_columns(
-            pl.format("time stamp does not advance: interval of {} s", pl.col("interval_s"))
-            .alias("reason")))
-        data = data.filter(pl.col("interval_s") > 0)
-    measures = _disk_measures(cols, info["os"] if info else None)
-    kind, parent = _device_kind(info["os"] if info else None)
+    bad.append(data.filter(pl.col("reason").is_not_null()).select("line_no", "reason"))
+    data = (data.filter(pl.col("reason").is_null())
+            .join(timeline, on=["section", "tl"], how="left", maintain_order="left"))
+    bad.append(data.filter(~(pl.col("interval_s") > 0)).select(
+        "line_no", pl.format("time stamp does not advance: interval of {} s",
+                             pl.col("interval_s")).alias("reason")))
+    data = data.filter(pl.col("interval_s") > 0)
+    measures = _disk_measures(cols, os_name)
+    kind, parent = _device_kind(os_name)
     return data.select(
-        "line_no", "device", "ts_local", "interval_s",
+        "line_no", "os_block", "device", "ts_local", "interval_s",
         kind.alias("device_kind"), parent.alias("parent"),
-        *[e.alias(k) for k, e in measures.items()])
+        *[e.alias(k) for k, e in measures.items()],
+    ).sort("ts_local", "device", maintain_order=True)
 
 
-def _cpu_section(rows: pl.DataFrame, cols: list[str], hdr_time: str, base: date,
-                 source: Source, *, cut_off: bool) -> pl.DataFrame:
-    """``sar -u`` rows of one section as ``ts_local`` + cpu_*_pct columns."""
+def _cpu_sections(rows: pl.DataFrame, cols: list[str], meta: pl.DataFrame, source: Source,
+                  bad: list[pl.DataFrame], *, cut: int | None) -> pl.DataFrame:
+    """``sar -u`` rows of sections of one layout as ``line_no``, ``os_block``, ``ts_local`` +
+    cpu_*_pct columns; refused rows are appended to ``bad``. ``cut`` is the file's last
+    section when it is among them and the file ends inside a line: its last row goes."""
     nv = len(cols)
-    avg = pl.col("t0") == "Average"
-    conf = pl.col("line").str.contains(r"^\s*System configuration").fill_null(False)
-    rows = rows.with_columns(pl.col("is_time0").cum_sum().alias("tl"),
-                             pl.when(pl.col("is_time0")).then(pl.lit("t")).when(avg)
-                             .then(pl.lit("a")).otherwise(None).forward_fill().alias("leader"))
-    stamps = rows.filter(pl.col("is_time0"))
-    timeline = _timeline(stamps, hdr_time, base)
+    rows = _with_tokens(rows)
+    timeline = _timeline(rows.filter(pl.col("is_time0")), meta)
     data = rows.filter(pl.col("is_time0") & ~pl.col("restart") & (pl.col("n") > 1))
-    if cut_off and data.height:
-        data = data.filter(pl.col("line_no") != data["line_no"].max())
-    stray = rows.filter((pl.col("n") > 0) & ~pl.col("is_time0") & ~conf
+    if cut is not None:
+        in_cut = data.filter(pl.col("section") == cut)
+        if in_cut.height:
+            data = data.filter(pl.col("line_no") != in_cut["line_no"].max())
+    stray = rows.filter((pl.col("n") > 0) & ~pl.col("is_time0") & ~_CONF
                         & (pl.col("leader") != "a").fill_null(True))
     data = data.with_columns(*[numbers(pl.col("tok").list.get(i + 1, null_on_oob=True))
                                .alias(f"v{i}") for i in range(nv)])
@@ -521,15 +623,14 @@ def _cpu_section(rows: pl.DataFrame, cols: list[str], hdr_time: str, base: date,
               .then(pl.format("sar -u values are not all numbers: '{}'", pl.col("line")))
               .otherwise(None))
     data = data.with_columns(reason.alias("reason"))
-    refuse_rows(source, pl.concat([
-        data.filter(pl.col("reason").is_not_null()).select("line_no", "reason"),
-        stray.select("line_no", pl.format("unexpected line in a sar -u section: '{}'",
-                                          pl.col("line")).alias("reason"))]))
-    data = data.filter(pl.col("reason").is_null()).join(timeline, on="tl", how="left")
+    bad.append(data.filter(pl.col("reason").is_not_null()).select("line_no", "reason"))
+    bad.append(stray.select("line_no", pl.format("unexpected line in a sar -u section: '{}'",
+                                                 pl.col("line")).alias("reason")))
+    data = (data.filter(pl.col("reason").is_null())
+            .join(timeline, on=["section", "tl"], how="left", maintain_order="left"))
     picked = {c: i for i, c in enumerate(cols) if c in _CPU_MAP}
-    return data.select("ts_local", *[pl.col(f"v{i}").alias(_CPU_MAP[c])
-                                     for c, i in picked.items()])
-
+    return data.select("line_no", "os_block", "ts_local",
+                       *[pl.col(f"v{i}").alias(_CPU_MAP[c]) for c, i in picked.items()])
 
 def _finish(disks: pl.DataFrame, source: Source, os_info: Mapping[int, Mapping[str, Any]]
             ) -> SampleFrame:
@@ -546,4 +647,12 @@ def _finish(disks: pl.DataFrame, source: Source, os_info: Mapping[int, Mapping[s
             f"local time does not exist in zone {source.tz}").alias("reason")))
         out = out.filter(pl.col("ts").is_not_null())
     out = out.drop("line_no", "ts_local", "os_block", "reason", strict=False)
-    return SampleFrame(out.sort("ts", "device", maintain_order=True))
+    # Rows are wanted in (ts, device) order, ties in file order. Each batch sorted its own
+    # rows that way (by local time, which the one zone maps to UTC in the same order), so
+    # the whole is sorted already unless batches overlap in time (several hosts' reports in
+    # one file, several disk layouts in a batch): only then is it sorted again, a copy.
+    ts_, dev = pl.col("ts"), pl.col("device")
+    unsorted = ((ts_ < ts_.shift(1)) | ((ts_ == ts_.shift(1)) & (dev < dev.shift(1))))
+    if out.select(unsorted.fill_null(False).any()).item():
+        out = out.sort("ts", "device", maintain_order=True)
+    return SampleFrame(out)

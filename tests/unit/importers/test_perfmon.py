@@ -354,6 +354,41 @@ def test_bad_value_names_line_and_column() -> None:
     assert df["interval_s"].to_list() == [2.0, 2.0]
 
 
+_HEAD3 = ('"(PDH-CSV 4.0) (UTC)(0)","\\\\H\\LogicalDisk(C:)\\Disk Reads/sec",'
+          '"\\\\H\\LogicalDisk(C:)\\Disk Writes/sec"\r\n')
+_MALFORMED = [
+    # (line 3 as written, the reason's words); each raised a bare polars error or lost the
+    # line without a word before the lines were checked
+    ('"01/01/2024 00:00:01.000","2"', "2 cells where the header has 3"),
+    ('"01/01/2024 00:00:01.000","2","5","7"', "4 cells where the header has 3"),
+    ('"01/01/2024 00:00:01.000","2","5', "not cells joined by the separator"),
+    ('"01/01/2024 00:00:01.000","2"x,"5"', "not cells joined by the separator"),
+]
+
+
+@pytest.mark.parametrize(("line", "why"), _MALFORMED)
+@pytest.mark.parametrize("where", ["first", "middle"])
+def test_a_malformed_sample_line_is_refused_by_number(line: str, why: str, where: str) -> None:
+    """A sample line with too few or too many cells, or a quote left open: strict names the
+    line, lenient skips it alone and the other lines keep their values."""
+    rows = ['"01/01/2024 00:00:00.000","1","2"', line, '"01/01/2024 00:00:02.000","3","6"',
+            '"01/01/2024 00:00:03.000","4","8"']
+    if where == "first":
+        rows = rows[1:]
+    data = (_HEAD3 + "\r\n".join(rows) + "\r\n").encode()
+    bad_line = 2 if where == "first" else 3
+    with pytest.raises(InputFormatError) as err:
+        parse(data, path="bad.csv")
+    assert err.value.line_no == bad_line
+    assert why in err.value.reason
+    df, src = parse(data, lenient=True)
+    assert src.skipped == 1
+    assert src.skipped_examples[0].startswith(f"line {bad_line}: ")
+    kept = [1.0, 3.0, 4.0] if where == "middle" else [3.0, 4.0]
+    assert df["r_iops"].to_list() == kept
+    assert df["w_iops"].to_list() == [2 * v for v in kept]
+
+
 def test_bad_timestamp_and_time_going_back() -> None:
     bad_ts = _HEAD + '"2024-01-01 00:00:00","1"\r\n"01/01/2024 00:00:01.000","2"\r\n'
     with pytest.raises(InputFormatError, match="MM/DD/YYYY") as err:

@@ -269,3 +269,36 @@ def test_import_file_passes_start_and_interval() -> None:
     assert res.format == "solaris-iostat" and res.detected
     assert len(res.frame) == 6 and res.skipped == 0
     assert res.frame.df["interval_s"].to_list() == [5.0] * 6
+
+
+_XN = XN.read_bytes()
+_TOKYO = ZoneInfo("Asia/Tokyo")
+
+
+def test_cut_after_a_cpu_header_keeps_the_reports_before() -> None:
+    """The file ends on an ``-n`` cpu block's " us sy wt id" line, before its values (this
+    raised a bare ValueError from a strict zip of headers and values)."""
+    at = _XN.index(b" us sy wt id\n", _XN.index(b"10:00:05")) + len(b" us sy wt id\n")
+    df, src = parse(XN, _XN[:at], tz=_TOKYO)
+    assert df["ts"].unique().to_list() == [utc(2026, 11, 22, 1, 0, 0)]
+    full, _ = parse(XN, tz=_TOKYO)
+    assert df.equals(full.filter(pl.col("ts") == utc(2026, 11, 22, 1, 0, 0))
+                     .with_columns(df["cpu_iowait_pct"]))
+    assert any("ends inside its last report" in n for n in src.notes)
+
+
+@pytest.mark.parametrize("lenient", [False, True])
+def test_every_cut_of_the_n_file_imports_or_is_refused(lenient: bool) -> None:
+    """Cut at every line end, one byte before it and one after: whole reports come back, or
+    an input error names the file; no other exception escapes."""
+    ends = [i + 1 for i, b in enumerate(_XN) if b == ord("\n")]
+    for cut in sorted({c + d for c in ends for d in (-1, 0, 1)} & set(range(1, len(_XN)))):
+        refused: InputFormatError | None = None
+        try:
+            df, _src = parse(XN, _XN[:cut], tz=_TOKYO, lenient=lenient)
+        except InputFormatError as exc:
+            refused = exc
+        if refused is not None:
+            assert str(refused).startswith(str(XN)), (cut, refused)
+        else:
+            assert df["ts"].n_unique() <= 4, cut
