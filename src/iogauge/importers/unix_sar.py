@@ -445,7 +445,7 @@ def parse(data: bytes, source: Source) -> SampleFrame:
         keys = disks.select("os_block", "ts_local")
         figures = keys.join(cpu, on=["os_block", "ts_local"], how="left",
                             maintain_order="left").drop("os_block", "ts_local")
-        disks = disks.with_columns(figures)
+        disks = disks.with_columns(figures.get_columns())
     # Solaris 10+ no longer measures %wio (always 0): not measured -> null.
     sol10 = [b for b, i in os_info.items() if i["os"] == "SunOS" and _release(i) >= (5, 10)]
     if sol10 and "cpu_iowait_pct" in disks.columns:
