@@ -168,8 +168,22 @@ def _finish(dev: pl.DataFrame, cpu: pl.DataFrame, source: Source, *,
 # ---- sadf -d -------------------------------------------------------------------------------
 
 
+#: A line's ';'-separated fields (a header's after its '# '). Split only where they are read
+#: (headers, the DEV and CPU sections, a batch at a time): the lists of a whole file cost
+#: some 15x its size.
+_FIELDS = (pl.when(pl.col("line").str.starts_with("#"))
+           .then(pl.col("line").str.strip_chars_start("# ").str.split(";"))
+           .otherwise(pl.col("line").str.split(";")))
+
+#: Sample lines split into fields at a time (see _FIELDS).
+BATCH_ROWS = 200_000
+
+
 def _parse_csv(data: bytes, source: Source) -> SampleFrame:
-    lines = read_lines(data)
+    whole = data.endswith((b"\n", b"\r"))
+    box = [data]
+    del data  # read_lines takes the only reference: the bytes go once they are lines
+    lines = read_lines(box)
     if lines.height == 0:
         raise InputFormatError(source.path, None, "empty file")
     problems: list[tuple[int | None, str]] = []
@@ -178,20 +192,22 @@ def _parse_csv(data: bytes, source: Source) -> SampleFrame:
         kind=pl.when(line.is_null()).then(pl.lit("blank"))
         .when(line.str.starts_with("#")).then(pl.lit("header"))
         .otherwise(pl.lit("data")),
-        fields=pl.when(line.str.starts_with("#"))
-        .then(line.str.strip_chars_start("# ").str.split(";"))
-        .otherwise(line.str.split(";")),
-    ).with_columns(n=pl.col("fields").list.len())
+        # as many fields as split(";") gives: one more than the separators
+        n=(line.str.count_matches(";", literal=True) + 1).cast(pl.UInt32()),
+        # the fourth field (DEV, CPU, or a LINUX-RESTART / COM record), as list.get(3)
+        item=line.str.extract(r"^(?:[^;]*;){3}([^;]*)", 1),
+    )
+    del lines
     df = df.with_columns(grp=(pl.col("kind") == "header").cum_sum()).with_columns(
         blk=pl.when(pl.col("grp") > 0).then(pl.col("line_no").first().over("grp")))
 
     cut_line: int | None = None
-    if not data.endswith((b"\n", b"\r")):
+    if not whole:
         cut_line = int(df.filter(line.is_not_null())["line_no"][-1])
         source.note(f"file ends in the middle of line {cut_line} (cut off); that line was "
                     "ignored")
 
-    item = pl.col("fields").list.get(3, null_on_oob=True)
+    item = pl.col("item")
     special = item.str.starts_with("LINUX-RESTART") | item.str.starts_with("COM ")
     rows = df.filter((pl.col("kind") == "data") & (pl.col("line_no") != (cut_line or 0)))
     restarts = int(rows.select(item.str.starts_with("LINUX-RESTART").sum()).item() or 0)
@@ -204,7 +220,7 @@ def _parse_csv(data: bytes, source: Source) -> SampleFrame:
                  for n in orphans["line_no"]]
     rows = rows.filter(pl.col("blk").is_not_null())
 
-    headers = df.filter(pl.col("kind") == "header").select("line_no", "fields").rows()
+    headers = df.filter(pl.col("kind") == "header").select("line_no", _FIELDS).rows()
     layouts: dict[tuple[str, ...], list[int]] = {}
     for line_no, fields in headers:
         if "[...]" in ";".join(fields):
@@ -227,10 +243,14 @@ def _parse_csv(data: bytes, source: Source) -> SampleFrame:
         problems += [(n, f"{k} fields where the header at line {b} has {len(layout)}")
                      for n, k, b in bad_n.select("line_no", "n", "blk").iter_rows()]
         part = part.filter(pl.col("n") == len(layout))
-        if layout[3] == "DEV":
-            dev_frames.append(_csv_values(part, layout, problems, source, dev=True))
-        elif "%idle" in layout:
-            cpu_frames.append(_csv_values(part, layout, problems, source, dev=False))
+        if layout[3] != "DEV" and "%idle" not in layout:
+            continue
+        comma = decimal_comma(part["line"])
+        frames = dev_frames if layout[3] == "DEV" else cpu_frames
+        for start in range(0, max(part.height, 1), BATCH_ROWS):
+            batch = part.slice(start, BATCH_ROWS).with_columns(_FIELDS.alias("fields"))
+            frames.append(_csv_values(batch, layout, problems, source,
+                                      dev=layout[3] == "DEV", comma=comma))
     if not dev_frames:
         report(source, problems)
         raise InputFormatError(source.path, None, "no disk activity ('# ...;DEV;tps;...' "
@@ -263,9 +283,10 @@ def _parse_csv(data: bytes, source: Source) -> SampleFrame:
 
 def _csv_values(part: pl.DataFrame, layout: tuple[str, ...],
                 problems: list[tuple[int | None, str]], source: Source, *,
-                dev: bool) -> pl.DataFrame:
+                dev: bool, comma: bool) -> pl.DataFrame:
+    """The rows of ``part`` (sample lines of one layout, split into ``fields``) as values;
+    ``comma``: the section prints decimal commas (:func:`decimal_comma` of all its lines)."""
     f = pl.col("fields")
-    comma = decimal_comma(part["line"])
     stamp = f.list.get(2).str.strip_chars()
     epoch = stamp.str.contains(r"^\d+$")
     m = stamp.str.extract_groups(
@@ -333,9 +354,10 @@ def _drop_partial_csv(dev: pl.DataFrame, df: pl.DataFrame, cut_line: int,
     last = dev.sort("order").tail(1)
     if last.height == 0 or blk is None or last["blk"][0] != blk:
         return dev
-    fields = cut["fields"][0]
+    fields = cut.select(_FIELDS).to_series()[0]
     cut_stamp = fields[2] if fields is not None and len(fields) > 3 else None
-    last_stamp = df.filter(pl.col("line_no") == last["order"][0])["fields"][0][2]
+    last_stamp = df.filter(pl.col("line_no") == last["order"][0]).select(
+        _FIELDS).to_series()[0][2]
     us = last["utc_us"][0]
     dropped = dev.filter((pl.col("blk") == blk) & (pl.col("utc_us") == us))
     if cut_stamp is not None and cut_stamp != last_stamp:
