@@ -349,3 +349,21 @@ def test_sa_sadf_found_by_env(monkeypatch: pytest.MonkeyPatch) -> None:
     assert found is not None
     monkeypatch.setenv("IOGAUGE_SADF", found)
     assert len(import_file(SA / f"{V12}-disk-restart.sa").frame) == 32
+
+
+@pytest.mark.parametrize("name", ["sysstat12.6.1-sadf-d-u.csv",
+                                  "sysstat12.6.1-sadf-d-U-uALL-de_DE.csv"])
+def test_csv_sections_split_in_batches_read_as_one(name: str,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """The DEV and CPU lines are split into fields a batch at a time: batches of 7 rows (a
+    decimal-comma file too, judged on the whole section) give the frame, notes and skips of
+    one batch, whole and cut inside its last interval."""
+    data = (SADF / name).read_bytes()
+    for text in (data, data[:len(data) * 2 // 3]):
+        one, src_one = parse_bytes(text, lenient=True)
+        monkeypatch.setattr(sadf, "BATCH_ROWS", 7)
+        many, src_many = parse_bytes(text, lenient=True)
+        monkeypatch.undo()
+        assert one.df.height > 7
+        assert many.df.equals(one.df)
+        assert (src_many.notes, src_many.skipped) == (src_one.notes, src_one.skipped)
