@@ -54,8 +54,9 @@ interval). A report cut off by the end of the file is dropped whole (see :func:`
 
 from __future__ import annotations
 
+import itertools
 import re
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from datetime import timedelta
 
 import polars as pl
@@ -159,15 +160,23 @@ def parse(data: bytes, source: Source) -> SampleFrame:
         raise InputFormatError(source.path, None, "no 'r/s w/s kr/s kw/s wait actv ...' "
                                "header of iostat -x")
     raw = "," in str(header_rows["line"][0])
-    tok = (pl.col("line").str.split(",").list.eval(pl.element().str.strip_chars())
-           .list.eval(pl.element().filter(pl.element().str.len_chars() > 0))
-           if raw else pl.col("line").str.extract_all(r"\S+"))
-    df = lines.with_columns(tok.alias("tok")).with_columns(
-        pl.col("tok").list.len().fill_null(0).alias("n"))
-    words = pl.col("tok").list.eval(pl.element().is_in(sorted(_CPU_WORDS))).list.all()
-    is_cpu_sub = (pl.col("n") > 0) & words.fill_null(False)
-    is_cpu_title = ((pl.col("n") > 0) & pl.col("tok").list.eval(
-        pl.element().is_in(["tty", "cpu"])).list.all().fill_null(False))
+    # Lines are split into fields only where the fields are read (headers, cpu blocks, the
+    # device rows a batch of reports at a time: _rows_in_batches); the other tests are
+    # regexes on the line, as the fields would answer them (the lists of every line of a
+    # file cost some 10x its size).
+    tok = _fields(raw)
+    sep = r"\s*,[\s,]*" if raw else r"\s+"
+    edge = r"[\s,]*" if raw else r"\s*"
+
+    def only(words: list[str]) -> pl.Expr:
+        """Every field is one of ``words`` (at least one field)."""
+        w = "(?:" + "|".join(re.escape(x) for x in words) + ")"
+        return pl.col("line").str.contains(f"^{edge}{w}(?:{sep}{w})*{edge}$").fill_null(False)
+
+    has_field = pl.col("line").str.contains(r"[^\s,]" if raw else r"\S").fill_null(False)
+    is_cpu_sub = only(sorted(_CPU_WORDS))
+    is_cpu_title = only(["tty", "cpu"])
+    df = lines.with_columns(has_field.alias("has_field"))
     df = df.with_columns(
         pl.col("line").str.contains(_EXT_RE).fill_null(False).alias("is_ext"),
         pl.col("line").str.contains(_TS_U_RE).fill_null(False).alias("is_ts_u"),
@@ -184,18 +193,31 @@ def parse(data: bytes, source: Source) -> SampleFrame:
     )
     timestamped = bool(df["is_ts"].any())
     cpu_block = pl.col("is_cpu_title") | pl.col("is_cpu_sub") | pl.col("is_cpu_val")
+    # (cum_sum counts in UInt32: cast before the "- 1", or the lines before the first title
+    # wrap round to report 4294967295, and the times of 4 billion reports were allocated)
     if timestamped:
-        rid = pl.col("is_ts").cum_sum() - 1
+        rid = pl.col("is_ts").cum_sum().cast(pl.Int64) - 1
     else:
-        rid = pl.col("is_ext").cum_sum() - 1 + cpu_block.cast(pl.Int64)
-    df = df.with_columns(rid.cast(pl.Int64).alias("rid"))
+        rid = pl.col("is_ext").cum_sum().cast(pl.Int64) - 1 + cpu_block.cast(pl.Int64)
+    df = df.with_columns(rid.alias("rid"))
+    if timestamped:
+        # lines before the first time stamp belong to a report whose time is unknown
+        early = df.filter((pl.col("rid") < 0) & pl.col("has_field") & ~pl.col("is_ext"))
+        refuse_rows(source, early.with_columns(pl.format(
+            "line before the first time stamp of a file of time-stamped (-T) reports: '{}'",
+            pl.col("line")).alias("reason")))
+        df = df.filter(pl.col("rid") >= 0)
+    elif max_int(-df["rid"]) > 0:
+        # output copied from its column header on (the first "extended device statistics"
+        # title left out): the lines before the first title are the first report
+        df = df.with_columns(pl.col("rid") + 1)
     df = df.with_columns(pl.col("is_hdr").cum_sum().over("rid").alias("hdr_seen"))
 
     # --- the column layout of every report's header ------------------------------------------
-    hdrs = df.filter(pl.col("is_hdr")).select("rid", "line_no", "tok")
+    hdrs = df.filter(pl.col("is_hdr")).select("rid", "line_no", tok.alias("tok"))
     layouts = hdrs.with_columns(pl.col("tok").list.join(" ").alias("key"))
     data_rows = df.filter(~(pl.col("is_ext") | pl.col("is_ts") | pl.col("is_state")
-                            | pl.col("is_hdr") | cpu_block) & (pl.col("n") > 0))
+                            | pl.col("is_hdr") | cpu_block) & pl.col("has_field"))
     before_hdr = data_rows.filter(pl.col("hdr_seen") == 0)
     refuse_rows(source, before_hdr.with_columns(
         pl.format("line before the iostat column header: '{}'", pl.col("line"))
@@ -224,12 +246,12 @@ def parse(data: bytes, source: Source) -> SampleFrame:
         cols = key.split(" ")
         line_no = int(layouts.filter(pl.col("key") == key)["line_no"][0])
         rows = data_rows.filter(pl.col("key") == key)
-        frame, cpu = _rows_of_layout(rows, cols, line_no, source)
-        parts.append(frame)
-        if cpu is not None:
-            cpu_parts.append(cpu)
+        for frame, cpu in _rows_in_batches(rows, tok, cols, line_no, source):
+            parts.append(frame)
+            if cpu is not None:
+                cpu_parts.append(cpu)
     # the -n "cpu" blocks
-    block = _cpu_blocks(df, source)
+    block = _cpu_blocks(df, tok, source)
     if block is not None:
         cpu_parts.append(block)
 
@@ -284,6 +306,42 @@ def parse(data: bytes, source: Source) -> SampleFrame:
 def _first_line(df: pl.DataFrame, rid: int) -> int:
     r = df.filter(pl.col("rid") == rid)
     return -max_int(-r["line_no"].cast(pl.Int64)) if r.height else 0
+
+
+def _fields(raw: bool) -> pl.Expr:
+    """A line's fields: whitespace-separated, or for ``-r`` (``raw``) comma-separated and
+    stripped, empty ones left out."""
+    if raw:
+        return (pl.col("line").str.split(",").list.eval(pl.element().str.strip_chars())
+                .list.eval(pl.element().filter(pl.element().str.len_chars() > 0)))
+    return pl.col("line").str.extract_all(r"\S+")
+
+
+#: Device rows split into fields at a time, in whole reports (see _rows_in_batches).
+BATCH_ROWS = 200_000
+
+
+def _rows_in_batches(rows: pl.DataFrame, tok: pl.Expr, cols: list[str], hdr_line: int,
+                     source: Source) -> Iterator[tuple[pl.DataFrame, pl.DataFrame | None]]:
+    """:func:`_rows_of_layout` of ``rows`` (file order) in batches of whole reports of about
+    :data:`BATCH_ROWS` rows, each split into ``tok`` fields and their count ``n``."""
+    if rows.height == 0:
+        yield _rows_of_layout(rows.with_columns(tok.alias("tok"), pl.lit(0, pl.UInt32)
+                                                .alias("n")), cols, hdr_line, source)
+        return
+    # where each report's rows start; a batch ends at the first report start past its size
+    starts = (rows.select(pl.arg_where(pl.col("rid") != pl.col("rid").shift(1)))
+              .to_series().to_list())
+    bounds = [0]
+    for at in starts[1:]:
+        if at - bounds[-1] >= BATCH_ROWS:
+            bounds.append(at)
+    bounds.append(rows.height)
+    for a, b in itertools.pairwise(bounds):
+        # one chunk per column (see unix_sar._read_sections: a polars 2.1 panic)
+        batch = rows.slice(a, b - a).rechunk().with_columns(tok.alias("tok")).with_columns(
+            pl.col("tok").list.len().fill_null(0).alias("n"))
+        yield _rows_of_layout(batch, cols, hdr_line, source)
 
 
 def _rows_of_layout(rows: pl.DataFrame, cols: list[str], hdr_line: int, source: Source
@@ -366,16 +424,17 @@ def _rows_of_layout(rows: pl.DataFrame, cols: list[str], hdr_line: int, source: 
     return frame, cpu
 
 
-def _cpu_blocks(df: pl.DataFrame, source: Source) -> pl.DataFrame | None:
-    """The ``cpu`` / ``us sy wt id`` / values blocks that ``-n`` prints before a report."""
-    subs = df.filter(pl.col("is_cpu_sub")).select("rid", "line_no", "tok")
+def _cpu_blocks(df: pl.DataFrame, tok: pl.Expr, source: Source) -> pl.DataFrame | None:
+    """The ``cpu`` / ``us sy wt id`` / values blocks that ``-n`` prints before a report
+    (``tok``: a line's fields, :func:`_fields`)."""
+    subs = df.filter(pl.col("is_cpu_sub")).select("rid", "line_no", tok.alias("tok"))
     if subs.height == 0:
         return None
     # Each values line is the line after its "us sy wt id" line; a file that ends on that
     # line has none (its last report is dropped as cut off), so the pairs are joined by line.
     vals = df.filter(pl.col("is_cpu_val")).select(
         (pl.col("line_no") - 1).alias("line_no"), pl.col("line_no").alias("vln"), "line",
-        pl.col("tok").alias("vtok"))
+        tok.alias("vtok"))
     pairs = subs.join(vals, on="line_no", how="inner", maintain_order="left")
     out: list[dict[str, object]] = []
     for rid, _ln, hdr_names, vln, vline, vtok in pairs.iter_rows():

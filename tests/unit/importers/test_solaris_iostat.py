@@ -302,3 +302,31 @@ def test_every_cut_of_the_n_file_imports_or_is_refused(lenient: bool) -> None:
             assert str(refused).startswith(str(XN)), (cut, refused)
         else:
             assert df["ts"].n_unique() <= 4, cut
+
+
+def test_output_copied_from_its_column_header_on() -> None:
+    """Untimestamped output without its first 'extended device statistics' title: the lines
+    before the first title are the first report (the report ids wrapped round in UInt32,
+    and a MemoryError followed)."""
+    for path in (SEED_X, SEED_CP):
+        data = path.read_bytes()
+        whole, _ = parse(path, data, start=START, interval_s=5.0)
+        headless, _ = parse(path, data.split(b"\n", 1)[1], start=START, interval_s=5.0)
+        assert headless.equals(whole), path
+
+
+def test_lines_before_the_first_time_stamp_are_refused() -> None:
+    """A -T file whose first time stamp line is missing: that report has no time, so its
+    lines are refused by number (a SchemaError on null times before); lenient keeps the
+    rest."""
+    data = _XN.split(b"\n", 1)[1]
+    with pytest.raises(InputFormatError, match="before the first time stamp") as err:
+        parse(XN, data, tz=_TOKYO)
+    assert err.value.line_no == 1
+    df, src = parse(XN, data, tz=_TOKYO, lenient=True)
+    full, _ = parse(XN, tz=_TOKYO)
+    first = utc(2026, 11, 22, 1, 0, 0)
+    assert df["ts"].min() > first
+    keep = [c for c in df.columns if c not in ("since_boot", "interval_s")]
+    assert df.select(keep).equals(full.filter(pl.col("ts") > first).select(keep))
+    assert src.skipped == 7  # the cpu block (3 lines), the column header, 3 device lines
