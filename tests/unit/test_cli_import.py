@@ -13,6 +13,7 @@ from tests.helpers.importing import small_iostat_pieces
 from typer.testing import CliRunner
 
 from iogauge.cli.main import app
+from iogauge.errors import InputFormatError
 from iogauge.importers.registry import import_file
 from iogauge.model.sampleframe import SCHEMA, SampleFrame
 from iogauge.store import Store
@@ -153,3 +154,45 @@ def test_streamed_parquet_writes_nothing_when_a_line_deep_in_the_log_is_bad(
     assert f"{bad}:{at + 1}:" in res.output.replace("\n", "")
     assert "nothing was written" in res.output
     assert sorted(p.name for p in tmp_path.iterdir()) == ["bad.txt"]  # ... to a file deleted
+
+
+@pytest.mark.parametrize("streamed", [False, True], ids=["whole-file", "iter_parse"])
+@pytest.mark.parametrize("out", ["--db", "--parquet", "--json"])
+def test_an_importer_bug_names_the_file_and_stores_nothing(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, streamed: bool, out: str) -> None:
+    """An importer that raises something other than an IogaugeError (a bug; a polars
+    panic is a BaseException) fails its file by name, like a bad line, not with a traceback;
+    the other files are still read and nothing is written."""
+    from iogauge.importers import iostat_text, registry
+
+    class Panic(BaseException):  # as pyo3's PanicException: not an Exception
+        pass
+
+    real = registry.load
+    target = "iter_parse" if streamed else "parse"
+
+    def broken(*_a: object, **_k: object) -> object:
+        raise Panic("assertion failed: i < self.len()")
+
+    def load(name: str) -> object:
+        module = real(name)
+        if name != "iostat":
+            return module
+        fake = type(iostat_text)("fake_iostat")
+        fake.__dict__.update({k: v for k, v in iostat_text.__dict__.items()
+                              if k not in ("parse", "iter_parse")})
+        setattr(fake, target, broken)
+        return fake
+
+    monkeypatch.setattr(registry, "load", load)
+    dest = tmp_path / ("o.parquet" if out == "--parquet" else "s.duckdb")
+    args = ["import", str(IOSTAT), str(AWR), *([out] if out == "--json" else [out, str(dest)])]
+    res = CliRunner().invoke(app, args, terminal_width=300)
+    assert res.exit_code == 2, res.output
+    assert not isinstance(res.exception, Panic)
+    text = " ".join(res.output.split())
+    assert f"{IOSTAT}: the iostat importer failed unexpectedly (Panic: assertion failed" in text
+    assert "1 of 2 file(s) failed; nothing was written" in text
+    assert not dest.exists()
+    with pytest.raises(InputFormatError, match="failed unexpectedly"):
+        import_file(IOSTAT)

@@ -168,7 +168,7 @@ def _open(path: Path, opts: _Options) -> tuple[_Read, Iterator[SampleFrame]]:
     the frames are exhausted. Errors (unknown format, a bad line) raise from either call.
     """
     from iogauge.importers.base import Source
-    from iogauge.importers.registry import detect, load
+    from iogauge.importers.registry import detect, importer_guard, load
 
     name = opts.fmt or detect(read_head(path), str(path))
     module = load(name)
@@ -186,18 +186,25 @@ def _open(path: Path, opts: _Options) -> tuple[_Read, Iterator[SampleFrame]]:
         if iter_parse is None:
             data = [read_bytes(path)]
             read.input_bytes = len(data[0])
-            frame = module.parse(data.pop(), source)  # the parser holds the only reference
+            with importer_guard(path, name):
+                frame = module.parse(data.pop(), source)  # the parser holds the only reference
             read.count(frame)
             yield frame
             del frame
         else:
             stream, _ = open_binary(path)
             try:
-                for frame in iter_parse(stream, source):
-                    read.count(frame)
-                    yield frame
+                with importer_guard(path, name):
+                    pieces = iter_parse(stream, source)
+                while True:
+                    with importer_guard(path, name):
+                        piece = next(pieces, None)
+                    if piece is None:
+                        break
+                    read.count(piece)
+                    yield piece
                     # Let go before the next piece is parsed: the consumer has written it.
-                    del frame
+                    del piece
                 read.input_bytes = stream.tell()
             except (OSError, EOFError, lzma.LZMAError) as exc:
                 raise InputFormatError(path, None, f"cannot read ({compression or 'plain'}):"

@@ -8,6 +8,7 @@ for anything looser.
 
 from __future__ import annotations
 
+import contextlib
 import glob
 import importlib
 import importlib.util
@@ -42,6 +43,26 @@ FORMATS: dict[str, str] = {
     "iostat": "iogauge.importers.iostat_text",
     "diskstats": "iogauge.importers.diskstats_snapshots",
 }
+
+
+@contextlib.contextmanager
+def importer_guard(path: str | Path, name: str) -> Iterator[None]:
+    """Run an importer: anything it raises that is not an :class:`IogaugeError` (a bug:
+    an importer refuses what it cannot read with InputFormatError) becomes an
+    InputFormatError that names the file, so the CLI says which file and goes on to the
+    others instead of ending in a traceback; the original stays chained for a debugger.
+
+    pyo3's PanicException (a panic inside polars) derives from BaseException, so that is
+    what is caught, minus what stops the program (Ctrl-C, exit, generator close)."""
+    try:
+        yield
+    except (IogaugeError, KeyboardInterrupt, SystemExit, GeneratorExit):
+        raise
+    except BaseException as exc:
+        what = (str(exc).strip().splitlines() or [""])[0][:200]
+        raise InputFormatError(path, None, f"the {name} importer failed unexpectedly "
+                               f"({type(exc).__name__}: {what}); this is a bug in iogauge, "
+                               "please report it with this file") from exc
 
 
 class UnknownFormatError(IogaugeError):
@@ -144,7 +165,8 @@ def import_file(path: str | Path, *, fmt: str | None = None, tz: ZoneInfo | None
         t0 = time.perf_counter()
         stream, kind = open_binary(p)
         try:
-            frames = list(iter_parse(stream, source))
+            with importer_guard(p, name):
+                frames = list(iter_parse(stream, source))
             input_bytes = stream.tell()
         except (OSError, EOFError, lzma.LZMAError) as exc:
             raise InputFormatError(p, None, f"cannot decompress ({kind}): {exc}") from exc
@@ -160,7 +182,8 @@ def import_file(path: str | Path, *, fmt: str | None = None, tz: ZoneInfo | None
         handover = [data]
         del data
         t0 = time.perf_counter()
-        frame = module.parse(handover.pop(), source)
+        with importer_guard(p, name):
+            frame = module.parse(handover.pop(), source)
     seconds = time.perf_counter() - t0
     return ImportResult(
         path=str(p), format=name, detected=fmt is None, compression=compression_of(first),
