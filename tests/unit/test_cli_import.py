@@ -196,3 +196,27 @@ def test_an_importer_bug_names_the_file_and_stores_nothing(
     assert not dest.exists()
     with pytest.raises(InputFormatError, match="failed unexpectedly"):
         import_file(IOSTAT)
+
+
+@pytest.mark.parametrize("kind", ["gzip", "zstd"])
+def test_a_compressed_log_corrupt_past_its_head_is_a_read_error(tmp_path: Path,
+                                                               kind: str) -> None:
+    """Damage deep in a compressed log: a read error naming the file ("cannot read" while
+    the pieces are read, "cannot decompress" if the sniffed head meets it), not an importer
+    bug; zstd's ZstdError is one of them (it escaped raw before)."""
+    import zstandard
+
+    text = IOSTAT.read_bytes() * 60  # ~500 KB: the damage lies past the 64 KiB head
+    packed = (gzip.compress(text) if kind == "gzip"
+              else zstandard.ZstdCompressor().compress(text))
+    bad = tmp_path / ("log.gz" if kind == "gzip" else "log.zst")
+    bad.write_bytes(packed[:len(packed) * 3 // 4] + b"\x00garbage" * 64)
+    for args in (["--json"], ["--parquet", str(tmp_path / "o.parquet")]):
+        res = CliRunner().invoke(app, ["import", str(bad), *args], terminal_width=300)
+        assert res.exit_code == 2, res.output
+        text_out = " ".join(res.output.split())
+        assert (f"{bad}: cannot read ({kind}):" in text_out
+                or f"{bad}: cannot decompress ({kind}):" in text_out), text_out
+        assert "unexpectedly" not in text_out
+    with pytest.raises(InputFormatError, match=rf"cannot decompress \({kind}\)"):
+        import_file(bad)

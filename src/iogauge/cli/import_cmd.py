@@ -20,7 +20,6 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import json
-import lzma
 import os
 import sys
 import time
@@ -37,7 +36,13 @@ from iogauge.cli.common import err, out, user_errors, warn
 from iogauge.cli.defaults import FORMAT_IDS as FORMATS
 from iogauge.cli.inputs import parse_start, parse_zone
 from iogauge.errors import InputFormatError, IogaugeError
-from iogauge.importers.io import compression_of, open_binary, read_bytes, read_head
+from iogauge.importers.io import (
+    compression_of,
+    is_read_error,
+    open_binary,
+    read_bytes,
+    read_head,
+)
 
 if TYPE_CHECKING:
     # imported where they are used: polars, the importers' model and the DuckDB store cost
@@ -206,7 +211,9 @@ def _open(path: Path, opts: _Options) -> tuple[_Read, Iterator[SampleFrame]]:
                     # Let go before the next piece is parsed: the consumer has written it.
                     del piece
                 read.input_bytes = stream.tell()
-            except (OSError, EOFError, lzma.LZMAError) as exc:
+            except Exception as exc:
+                if not is_read_error(exc):
+                    raise
                 raise InputFormatError(path, None, f"cannot read ({compression or 'plain'}):"
                                        f" {exc}") from exc
             finally:

@@ -62,6 +62,14 @@ def open_binary(path: str | Path) -> tuple[BinaryIO, str | None]:
     return zstandard.ZstdDecompressor().stream_reader(raw, closefd=True), kind
 
 
+def is_read_error(exc: BaseException) -> bool:
+    """Whether ``exc`` comes from reading or decompressing an input (a corrupt or cut .gz,
+    .xz, .bz2 or .zst): OSError, EOFError, LZMAError, or zstandard's ZstdError (matched by
+    module, as zstandard is imported only when a .zst file is met)."""
+    return (isinstance(exc, (OSError, EOFError, lzma.LZMAError))
+            or type(exc).__module__.partition(".")[0] == "zstandard")
+
+
 def read_bytes(path: str | Path) -> bytes:
     """The whole (decompressed) content of ``path``."""
     stream, kind = open_binary(path)
@@ -75,7 +83,9 @@ def read_bytes(path: str | Path) -> bytes:
             rest = stream.read()  # pipes and /proc files report size 0; a file may grow
             return data + rest if rest else data
         return stream.read()
-    except (OSError, EOFError, lzma.LZMAError) as exc:
+    except Exception as exc:
+        if not is_read_error(exc):
+            raise
         raise InputFormatError(path, None, f"cannot decompress ({kind}): {exc}") from exc
     finally:
         stream.close()
@@ -86,7 +96,9 @@ def read_head(path: str | Path, n: int = HEAD_BYTES) -> bytes:
     stream, kind = open_binary(path)
     try:
         return stream.read(n)
-    except (OSError, EOFError, lzma.LZMAError) as exc:
+    except Exception as exc:
+        if not is_read_error(exc):
+            raise
         raise InputFormatError(path, None, f"cannot decompress ({kind}): {exc}") from exc
     finally:
         stream.close()

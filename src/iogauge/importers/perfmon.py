@@ -510,10 +510,11 @@ def _read_checked(text: bytes, header: _Header, header_idx: int, n_rows: int | N
                   wanted: list[int], overrides: dict[str, pl.DataType],
                   source: Source) -> pl.DataFrame:
     """:func:`_read_table` of a file polars could not read as it is. Each sample line must be
-    ``"cell"`` joined by the separator, exactly ``n_cells`` of them (PDH quotes every cell);
-    the others are refused (``source.bad_line``: raise, or skip in lenient mode) and the
-    well-formed lines read, ``_row`` keeping each line's place after the header; a cell that
-    is not a number refuses its line too (:func:`_numbers_or_refuse`)."""
+    cells joined by the separator, exactly ``n_cells`` of them, each ``"quoted"`` (as PDH
+    writes them) or bare text without quote or separator; the others are refused
+    (``source.bad_line``: raise, or skip in lenient mode) and the well-formed lines read,
+    ``_row`` keeping each line's place after the header; a cell that is not a number
+    refuses its line too (:func:`_numbers_or_refuse`)."""
     lines = pl.read_csv(text, has_header=False, skip_lines=header_idx + 1, separator="\x1f",
                         quote_char=None, n_rows=n_rows, new_columns=["line"],
                         schema={"line": pl.String()}).with_row_index("_row")

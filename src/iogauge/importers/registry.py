@@ -12,7 +12,6 @@ import contextlib
 import glob
 import importlib
 import importlib.util
-import lzma
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from datetime import datetime
@@ -22,7 +21,14 @@ from zoneinfo import ZoneInfo
 
 from iogauge.errors import InputFormatError, IogaugeError
 from iogauge.importers.base import ImporterModule, ImportResult, Source
-from iogauge.importers.io import compression_of, decode, open_binary, read_bytes, read_head
+from iogauge.importers.io import (
+    compression_of,
+    decode,
+    is_read_error,
+    open_binary,
+    read_bytes,
+    read_head,
+)
 from iogauge.model.sampleframe import SampleFrame
 from iogauge.model.waitevents import WaitEventFrame
 
@@ -59,6 +65,8 @@ def importer_guard(path: str | Path, name: str) -> Iterator[None]:
     except (IogaugeError, KeyboardInterrupt, SystemExit, GeneratorExit):
         raise
     except BaseException as exc:
+        if is_read_error(exc):
+            raise  # a corrupt or cut compressed file: the caller says "cannot read"
         what = (str(exc).strip().splitlines() or [""])[0][:200]
         raise InputFormatError(path, None, f"the {name} importer failed unexpectedly "
                                f"({type(exc).__name__}: {what}); this is a bug in iogauge, "
@@ -168,7 +176,9 @@ def import_file(path: str | Path, *, fmt: str | None = None, tz: ZoneInfo | None
             with importer_guard(p, name):
                 frames = list(iter_parse(stream, source))
             input_bytes = stream.tell()
-        except (OSError, EOFError, lzma.LZMAError) as exc:
+        except Exception as exc:
+            if not is_read_error(exc):
+                raise
             raise InputFormatError(p, None, f"cannot decompress ({kind}): {exc}") from exc
         finally:
             stream.close()
