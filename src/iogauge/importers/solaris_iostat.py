@@ -207,9 +207,11 @@ def parse(data: bytes, source: Source) -> SampleFrame:
             "line before the first time stamp of a file of time-stamped (-T) reports: '{}'",
             pl.col("line")).alias("reason")))
         df = df.filter(pl.col("rid") >= 0)
-    elif max_int(-df["rid"]) > 0:
+    elif df.filter((pl.col("rid") < 0) & pl.col("is_hdr")).height:
         # output copied from its column header on (the first "extended device statistics"
-        # title left out): the lines before the first title are the first report
+        # title left out): the lines before the first title are the first report. (Other
+        # lines before it - blank, a shell prompt - stay in report -1, which holds no header:
+        # the stray ones are refused below as lines before the column header.)
         df = df.with_columns(pl.col("rid") + 1)
     df = df.with_columns(pl.col("is_hdr").cum_sum().over("rid").alias("hdr_seen"))
 

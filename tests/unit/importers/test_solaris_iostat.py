@@ -305,14 +305,22 @@ def test_every_cut_of_the_n_file_imports_or_is_refused(lenient: bool) -> None:
 
 
 def test_output_copied_from_its_column_header_on() -> None:
-    """Untimestamped output without its first 'extended device statistics' title: the lines
-    before the first title are the first report (the report ids wrapped round in UInt32,
-    and a MemoryError followed)."""
+    """Untimestamped output without its first 'extended device statistics' title, or with
+    blank lines before it: the same rows (the report ids of the lines before the first title
+    wrapped round in UInt32, and a MemoryError followed). A shell prompt line before it is
+    a stray line: refused, or skipped alone."""
     for path in (SEED_X, SEED_CP):
         data = path.read_bytes()
         whole, _ = parse(path, data, start=START, interval_s=5.0)
-        headless, _ = parse(path, data.split(b"\n", 1)[1], start=START, interval_s=5.0)
-        assert headless.equals(whole), path
+        for text in (data.split(b"\n", 1)[1], b"\n" + data, b"\n  \n" + data.split(b"\n", 1)[1]):
+            df, _ = parse(path, text, start=START, interval_s=5.0)
+            assert df.equals(whole), (path, text[:40])
+        prompt = b"$ iostat -x 5\n" + data
+        with pytest.raises(InputFormatError, match="before the iostat column header") as err:
+            parse(path, prompt, start=START, interval_s=5.0)
+        assert err.value.line_no == 1
+        df, src = parse(path, prompt, start=START, interval_s=5.0, lenient=True)
+        assert df.equals(whole) and src.skipped == 1
 
 
 def test_lines_before_the_first_time_stamp_are_refused() -> None:
