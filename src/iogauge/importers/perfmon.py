@@ -479,15 +479,16 @@ def _read_table(text: bytes, header: _Header, header_idx: int, n_rows: int | Non
     """The used columns as a frame: ``_row`` (0-based line after the header), ``ts``
     (text) and ``c<index>`` (Float64).
 
-    The last cell of every line is read too, as text: a line cut short (fewer cells than the
-    header) leaves it null. Then, or when polars cannot read the lines as they are (a quote
-    left open, a line with more cells, a first line shorter than the header, a cell that is
-    not a number), :func:`_read_checked` refuses the malformed lines by number, off the fast
-    path, and reads the rest."""
+    The last cell of every line is read too (as text when it is not a used counter): a line
+    cut short (fewer cells than the header) leaves it null. Then, or when polars cannot read
+    the lines as they are (a quote left open, a line with more cells, a first line shorter
+    than the header, a cell that is not a number), :func:`_read_checked` refuses the
+    malformed lines by number, off the fast path, and reads the rest."""
     last = header.n_cells - 1
     wanted = sorted({*columns, last})
     overrides: dict[str, pl.DataType] = {f"column_{i}": pl.Float64() for i in columns}
-    overrides[f"column_{last}"] = pl.String()
+    if last not in columns:
+        overrides[f"column_{last}"] = pl.String()
     try:
         df = _csv(text, header, header_idx, n_rows, wanted, overrides)
         ragged = df[f"column_{last}"].null_count() > df["column_0"].null_count()
@@ -499,9 +500,7 @@ def _read_table(text: bytes, header: _Header, header_idx: int, n_rows: int | Non
         df = _read_checked(text, header, header_idx, n_rows, wanted, overrides, source)
     else:
         df = df.with_row_index("_row")
-    if last in columns:
-        df = _numbers_or_refuse(df, [last], header_idx, source)
-    else:
+    if last not in columns:
         df = df.drop(f"column_{last}")
     return df.rename({"column_0": "ts"} | {f"column_{i}": f"c{i}" for i in columns})
 
