@@ -8,6 +8,14 @@ import pytest
 
 from iogauge.importers import iostat_text
 
+#: tests/fixtures folder -> the format id of the inputs in it
+FIXTURE_FORMATS = {
+    "iostat": "iostat", "iostat-json": "iostat-json", "sar": "sar", "sadf": "sadf",
+    "sa": "sa", "solaris-iostat": "solaris-iostat", "unix-sar": "unix-sar",
+    "aix-iostat": "aix-iostat", "perfmon": "perfmon", "rmf": "rmf", "statspack": "statspack",
+    "awr": "awr", "fio": "fio", "diskstats-snapshots": "diskstats", "diskstats": "diskstats",
+}
+
 
 def small_iostat_pieces(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     """Make the iostat importer stream in pieces of a few kB (the fixtures are small), and

@@ -17,6 +17,7 @@ from datetime import datetime
 from pathlib import Path
 
 import pytest
+from tests.helpers.importing import FIXTURE_FORMATS
 
 from iogauge.errors import InputFormatError
 from iogauge.importers import registry
@@ -24,14 +25,9 @@ from iogauge.importers.base import Source
 
 FIX = Path(__file__).resolve().parents[2] / "fixtures"
 
-#: fixture folder -> format (binary sa files and UTF-16 text are left out: a line of them is
-#: not a line of bytes)
-FORMATS = {
-    "iostat": "iostat", "iostat-json": "iostat-json", "sar": "sar", "sadf": "sadf",
-    "solaris-iostat": "solaris-iostat", "unix-sar": "unix-sar", "aix-iostat": "aix-iostat",
-    "perfmon": "perfmon", "rmf": "rmf", "statspack": "statspack", "awr": "awr",
-    "fio": "fio", "diskstats-snapshots": "diskstats", "diskstats": "diskstats",
-}
+#: fixture folder -> format; binary sa files (and UTF-16 text, below) are left out: a line
+#: of them is not a line of bytes
+FORMATS = {k: v for k, v in FIXTURE_FORMATS.items() if k != "sa"}
 DAMAGE = ("cut_short", "deleted", "doubled", "digit", "swapped", "file_cut")
 PER_FILE = 5
 

@@ -6,18 +6,14 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from tests.helpers.importing import FIXTURE_FORMATS
 
 from iogauge.importers.io import HEAD_BYTES, read_head
 from iogauge.importers.registry import FORMATS, UnknownFormatError, available, detect
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
-#: fixture folder -> format id
-FOLDERS = {
-    "iostat": "iostat", "iostat-json": "iostat-json", "sar": "sar", "sadf": "sadf",
-    "sa": "sa", "solaris-iostat": "solaris-iostat", "unix-sar": "unix-sar",
-    "aix-iostat": "aix-iostat", "perfmon": "perfmon", "rmf": "rmf", "statspack": "statspack",
-    "awr": "awr", "fio": "fio", "diskstats-snapshots": "diskstats",
-}
+#: fixture folder -> format id (the jc diskstats sample is one snapshot: not sniffable alone)
+FOLDERS = {k: v for k, v in FIXTURE_FORMATS.items() if k != "diskstats"}
 #: helper files that live beside fixtures and are not inputs
 NOT_INPUTS = {".py", ".json"}
 
