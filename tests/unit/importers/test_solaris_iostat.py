@@ -3,6 +3,7 @@ file:line, --lenient counts and cut-off files (fixtures described in tests/fixtu
 
 from __future__ import annotations
 
+import io
 from datetime import UTC, datetime
 from pathlib import Path
 from zoneinfo import ZoneInfo
@@ -15,6 +16,7 @@ from hypothesis import strategies as st
 from iogauge.errors import InputFormatError
 from iogauge.importers import solaris_iostat
 from iogauge.importers.base import Source
+from iogauge.model.sampleframe import SampleFrame
 
 FIX = Path(__file__).resolve().parents[2] / "fixtures" / "solaris-iostat"
 SEED_X = FIX / "seed001-iostat-x.txt"
@@ -338,3 +340,119 @@ def test_lines_before_the_first_time_stamp_are_refused() -> None:
     keep = [c for c in df.columns if c not in ("since_boot", "interval_s")]
     assert df.select(keep).equals(full.filter(pl.col("ts") > first).select(keep))
     assert src.skipped == 7  # the cpu block (3 lines), the column header, 3 device lines
+
+
+# ---------------------------------------------------------------------------------------------
+# a piece at a time (iter_parse): the rows, notes and refusals of the whole file
+# ---------------------------------------------------------------------------------------------
+def _outcome(data: bytes, chunk: int | None, **kw: object) -> tuple[object, ...]:
+    """(rows sorted, notes, skipped, examples) of ``data`` read whole or in pieces of
+    ``chunk`` bytes, or the error it raised."""
+    src = Source(path="x", **kw)  # type: ignore[arg-type]
+    try:
+        if chunk is None:
+            df = solaris_iostat.parse(data, src).df
+        else:
+            frames = list(solaris_iostat.iter_parse(io.BytesIO(data), src, chunk_bytes=chunk))
+            df = pl.concat([f.df for f in frames]) if frames else SampleFrame.empty().df
+    except InputFormatError as exc:
+        return ("error", str(exc), src.skipped)
+    return (df.sort(df.columns, nulls_last=True), sorted(src.notes), src.skipped,
+            sorted(src.skipped_examples))
+
+
+def _variants() -> list[tuple[str, bytes, dict[str, object]]]:
+    """Every fixture whole, cut short in and between reports, three times over (the time
+    stamps then go back: refused), with a line lost and with a line doubled."""
+    out: list[tuple[str, bytes, dict[str, object]]] = []
+    for path in sorted(FIX.glob("*.txt")):
+        data = path.read_bytes()
+        kw: dict[str, object] = {"start": START, "interval_s": 5.0, "tz": _TOKYO}
+        lines = data.split(b"\n")
+        mid = len(lines) // 2
+        cases = {"whole": data, "x3": data * 3, "cut": data[: len(data) * 2 // 3],
+                 "cut-at-line": b"\n".join(lines[:mid]) + b"\n",
+                 "line-lost": b"\n".join(lines[:mid] + lines[mid + 1:]),
+                 "line-doubled": b"\n".join([*lines[:mid], lines[mid], *lines[mid:]])}
+        for name, text in cases.items():
+            for lenient in (False, True):
+                out.append((f"{path.name}:{name}:{lenient}", text, {**kw, "lenient": lenient}))
+    return out
+
+
+_VARIANTS = _variants()
+
+
+@pytest.mark.parametrize(("name", "data", "kw"), _VARIANTS, ids=[v[0] for v in _VARIANTS])
+def test_pieces_give_what_the_whole_file_gives(name: str, data: bytes,
+                                                kw: dict[str, object]) -> None:
+    """Read in pieces of 1 byte (a line at a time) to 700 bytes, every report is read
+    whole with what the reports before it left (its number and time, since-boot after a
+    <<...>> line, the device list a cut last report is compared with): the same rows,
+    notes and refused lines as one read of the whole file."""
+    whole = _outcome(data, None, **kw)
+    for chunk in (1, 40, 97, 250, 700):
+        got = _outcome(data, chunk, **kw)
+        if isinstance(whole[0], str):
+            assert got[:2] == whole[:2], (name, chunk)
+            continue
+        rows, notes = got[0], got[1]
+        want_rows, want_notes = whole[0], whole[1]
+        if any("cpu_iowait_pct is null up to line" in n for n in notes):  # type: ignore[union-attr]
+            # the one thing decided on what has been read so far: 'wt' all 0 in the first
+            # pieces (see test_wt_left_null_while_every_wt_read_so_far_is_0)
+            assert want_rows["cpu_iowait_pct"].drop_nulls().ne(0).any()  # type: ignore[index]
+            rows = rows.drop("cpu_iowait_pct")  # type: ignore[union-attr]
+            want_rows = want_rows.drop("cpu_iowait_pct")  # type: ignore[union-attr]
+            notes = [n for n in notes if "'wt'" not in n]  # type: ignore[union-attr]
+        assert rows.equals(want_rows), (name, chunk)  # type: ignore[union-attr]
+        assert notes == want_notes, (name, chunk)
+        assert got[2:] == whole[2:], (name, chunk)
+
+
+def test_a_since_boot_report_after_a_change_in_the_piece_before() -> None:
+    """The <<device added>> line ends report 2; report 3 averages since boot again, also
+    when it is the first report of the next piece, and when that piece is read on for
+    want of reports (the mark was lost there)."""
+    expected = [utc(2026, 11, 22, 1, 0, 0), utc(2026, 11, 22, 1, 0, 10)]
+    split = 0
+    for chunk in range(30, len(_XN), 37):
+        src = Source(path=str(XN), tz=_TOKYO)
+        frames = list(solaris_iostat.iter_parse(io.BytesIO(_XN), src, chunk_bytes=chunk))
+        split += len(frames) > 1
+        df = pl.concat([f.df for f in frames])
+        assert df.filter(pl.col("since_boot"))["ts"].unique().sort().to_list() == expected, \
+            chunk
+    assert split > 5
+
+
+def test_wt_left_null_while_every_wt_read_so_far_is_0() -> None:
+    """'wt' all 0 in the first piece: cpu_iowait_pct null there, as for a file whose every
+    wt is 0; a later piece with a measured wt keeps it, and a note says where the nulls
+    end."""
+    first = _XTC[:_XTC.index(b"1195693210")]  # report 1: wt 0
+    second = _XTC[_XTC.index(b"1195693210"):_XTC.index(b"1195693220")]  # wt 7
+    data = b"".join(first.replace(b"1195693200", str(1195693200 + 10 * k).encode())
+                    for k in range(5)) + second.replace(b"1195693210", b"1195693250")
+    whole_src = Source(path="x")
+    whole = solaris_iostat.parse(data, whole_src).df.filter(pl.col("device") == "sd0")
+    assert whole["cpu_iowait_pct"].to_list() == [0.0] * 5 + [7.0]  # one piece: measured
+    src = Source(path="x")
+    frames = list(solaris_iostat.iter_parse(io.BytesIO(data), src,
+                                            chunk_bytes=len(first) * 3))
+    assert len(frames) > 1
+    df = pl.concat([f.df for f in frames], how="diagonal_relaxed").filter(
+        pl.col("device") == "sd0").sort("ts")
+    iowait = df["cpu_iowait_pct"].to_list()
+    assert iowait[:2] == [None, None] and iowait[-1] == 7.0, iowait
+    assert any("cpu_iowait_pct is null up to line" in n for n in src.notes), src.notes
+
+
+def test_a_utf16_file_read_in_pieces() -> None:
+    """A capture saved as UTF-16 (a Windows editor): its line breaks are two bytes, so it
+    is transcoded whole before it is cut (cut as bytes, no line would be whole)."""
+    want, _ = parse(XN, tz=_TOKYO)
+    for text in ("\ufeff" + _XN.decode()).encode("utf-16-le"), _XN.decode().encode("utf-16"):
+        src = Source(path=str(XN), tz=_TOKYO)
+        frames = list(solaris_iostat.iter_parse(io.BytesIO(text), src, chunk_bytes=64))
+        assert pl.concat([f.df for f in frames]).equals(want)
