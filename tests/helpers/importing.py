@@ -2,11 +2,18 @@
 
 from __future__ import annotations
 
+import io
+from pathlib import Path
+from types import ModuleType
 from typing import Any
 
+import polars as pl
 import pytest
 
+from iogauge.errors import InputFormatError
 from iogauge.importers import iostat_text
+from iogauge.importers.base import Source
+from iogauge.model.sampleframe import SampleFrame
 
 #: tests/fixtures folder -> the format id of the inputs in it
 FIXTURE_FORMATS = {
@@ -31,3 +38,41 @@ def small_iostat_pieces(monkeypatch: pytest.MonkeyPatch) -> list[int]:
 
     monkeypatch.setattr(iostat_text, "iter_parse", small)
     return yielded
+
+
+def read_outcome(module: ModuleType, data: bytes, chunk: int | None,
+                 **kw: Any) -> tuple[Any, ...]:
+    """What ``module`` makes of ``data``, read whole (``parse``) or in pieces of ``chunk``
+    bytes (``iter_parse``): (rows sorted, notes sorted, lines skipped, their reasons
+    sorted), or ("error", message, lines skipped) - to compare the two readings."""
+    src = Source(path="x", **kw)
+    try:
+        if chunk is None:
+            df = module.parse(data, src).df
+        else:
+            frames = list(module.iter_parse(io.BytesIO(data), src, chunk_bytes=chunk))
+            df = pl.concat([f.df for f in frames]) if frames else SampleFrame.empty().df
+    except InputFormatError as exc:
+        return ("error", str(exc), src.skipped)
+    return (df.sort(df.columns, nulls_last=True), sorted(src.notes), src.skipped,
+            sorted(src.skipped_examples))
+
+
+def reading_variants(folder: Path, kw: dict[str, Any]) -> list[tuple[str, bytes, dict[str, Any]]]:
+    """(id, text, Source keywords) for every ``*.txt`` fixture in ``folder``: whole, cut
+    short inside and at a line end, three times over, with blanks after its last line
+    break, with a line lost and with a line doubled, each strict and ``--lenient``."""
+    out: list[tuple[str, bytes, dict[str, Any]]] = []
+    for path in sorted(folder.glob("*.txt")):
+        data = path.read_bytes()
+        lines = data.split(b"\n")
+        mid = len(lines) // 2
+        cases = {"whole": data, "x3": data * 3, "cut": data[: len(data) * 2 // 3],
+                 "cut-at-line": b"\n".join(lines[:mid]) + b"\n",
+                 "blank-tail": data + b"   ",
+                 "line-lost": b"\n".join(lines[:mid] + lines[mid + 1:]),
+                 "line-doubled": b"\n".join([*lines[:mid], lines[mid], *lines[mid:]])}
+        for name, text in cases.items():
+            for lenient in (False, True):
+                out.append((f"{path.name}:{name}:{lenient}", text, {**kw, "lenient": lenient}))
+    return out

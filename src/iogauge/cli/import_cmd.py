@@ -306,9 +306,9 @@ def import_(
     as_json: bool = typer.Option(False, "--json", help="Write one JSON object per "
                                  "SampleFrame row to stdout instead of storing."),
     parquet: Path | None = typer.Option(None, "--parquet", help="Write the rows to this "
-                                        "Parquet file instead of storing (streamed: Linux "
-                                        "and Solaris iostat logs of any size in bounded "
-                                        "memory)."),
+                                        "Parquet file instead of storing (streamed: iostat "
+                                        "logs of Linux, Solaris and AIX of any size in "
+                                        "bounded memory)."),
     db: Path | None = typer.Option(None, "--db", help="Store file (default: "
                                    "$XDG_DATA_HOME/iogauge/iogauge.duckdb)."),
 ) -> None:

@@ -70,14 +70,13 @@ import polars as pl
 
 from iogauge.errors import InputFormatError
 from iogauge.importers.base import Source
-from iogauge.importers.io import line_pieces
 from iogauge.importers.unix_sar import (
-    ends_with_newline,
+    LineCarry,
     host_fallback,
+    line_frames,
     localize,
     max_int,
     numbers,
-    read_lines,
     refuse_rows,
     start_local,
 )
@@ -153,15 +152,13 @@ CHUNK_BYTES = 4 << 20
 
 
 @dataclass
-class _Carry:
-    """What one piece of a file hands on to the next (:func:`iter_parse`).
+class _Carry(LineCarry):
+    """What one piece of a file hands on to the next (:func:`iter_parse`), besides the
+    held-back lines of :class:`~iogauge.importers.unix_sar.LineCarry`: its last report.
 
     Attributes:
-        lines: the piece's last report (``line_no``, ``line``), read again with the next piece:
-            the piece may have ended inside it.
         first: no report has been given out yet (the next one is the file's first, since
             boot).
-        lines_read: lines of the file before the next piece's new bytes.
         timestamped: the file's reports carry ``-T`` stamps (None: not known yet).
         raw: the file is ``-r`` comma-separated output (None: not known yet).
         rid_base: reports given out so far (report k of a file without stamps ends at
@@ -174,12 +171,9 @@ class _Carry:
         zero_row: some device row given out is all zeros (the file is not ``-z``).
         wt_nonzero: some ``wt`` given out is not 0 (it is measured: kept from then on).
         wt_null_to: cpu_iowait_pct was left null up to this line (every ``wt`` was 0).
-        seen_text: some piece so far held more than white space (else: "empty file").
     """
 
-    lines: pl.DataFrame | None = None
     first: bool = True
-    lines_read: int = 0
     timestamped: bool | None = None
     raw: bool | None = None
     rid_base: int = 0
@@ -190,7 +184,6 @@ class _Carry:
     zero_row: bool = False
     wt_nonzero: bool = False
     wt_null_to: int | None = None
-    seen_text: bool = False
 
 
 def iter_parse(stream: BinaryIO, source: Source, *, chunk_bytes: int = CHUNK_BYTES
@@ -208,24 +201,11 @@ def iter_parse(stream: BinaryIO, source: Source, *, chunk_bytes: int = CHUNK_BYT
     ``wt`` so far is 0 (a note says up to which line, should a later one not be).
     """
     carry = _Carry()
-    for data, last in line_pieces(stream, chunk_bytes):
-        cut = last and bool(data) and not ends_with_newline(data)
-        n_new = data.count(b"\n") + (1 if cut else 0)
-        carry.seen_text = carry.seen_text or bool(data.strip())
-        lines = read_lines([data])
-        del data
-        if carry.lines_read:
-            lines = lines.with_columns(pl.col("line_no") + carry.lines_read)
-        carry.lines_read += n_new
-        if carry.lines is not None:
-            lines = pl.concat([carry.lines, lines])
-            carry.lines = None
+    for lines, last, cut in line_frames(stream, chunk_bytes, carry, source.path):
         frame = _parse_piece(lines, source, carry, final=last, cut=cut)
         del lines
         if frame is not None and len(frame):
             yield frame
-    if not carry.seen_text:
-        raise InputFormatError(source.path, None, "empty file")
 
 
 def parse(data: bytes, source: Source) -> SampleFrame:
@@ -252,7 +232,7 @@ def _parse_piece(lines: pl.DataFrame, source: Source, carry: _Carry, *, final: b
     if cut:
         # no final line break: the last line may be cut mid-number (or mid-time-stamp), so it
         # is not read at all, and the report it ends is dropped below
-        lines = lines.slice(0, lines.height - 1)
+        lines = lines.filter(pl.col("line_no") != carry.lines_read)
     header_rows = lines.filter(pl.col("line").str.contains(r"(^|[\s,])r/[si]([\s,]|$)")
                                & pl.col("line").str.contains(r"%b"))
     if header_rows.height:

@@ -81,16 +81,17 @@ from __future__ import annotations
 
 import io
 import re
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
 from datetime import UTC, date, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import polars as pl
 
 from iogauge.errors import InputFormatError
 from iogauge.importers.base import Source
-from iogauge.importers.io import decode, encoding_of
+from iogauge.importers.io import decode, encoding_of, line_pieces
 from iogauge.model.sampleframe import SampleFrame
 
 NAME = "unix-sar"
@@ -128,6 +129,47 @@ def read_lines(data: bytes | list[bytes]) -> pl.DataFrame:
     line = pl.col("line").str.strip_chars_end(" \t\r\x00")
     return df.with_row_index("line_no", offset=1).with_columns(
         pl.when(line.str.len_chars() > 0).then(line).otherwise(None).alias("line"))
+
+
+@dataclass
+class LineCarry:
+    """What one piece of a file read in pieces (:func:`line_frames`) hands on to the next.
+
+    Attributes:
+        lines: lines held back (``line_no``, ``line``), read again at the head of the next
+            piece (the report the piece may have ended inside).
+        lines_read: lines of the file before the next piece's new bytes.
+        seen_text: some piece so far held more than white space (else: "empty file").
+    """
+
+    lines: pl.DataFrame | None = None
+    lines_read: int = 0
+    seen_text: bool = False
+
+
+def line_frames(stream: BinaryIO, chunk_bytes: int, carry: LineCarry, path: str
+                ) -> Iterator[tuple[pl.DataFrame, bool, bool]]:
+    """``(lines, last, cut)`` for each piece of ``stream`` (:func:`iogauge.importers.io
+    .line_pieces`): the piece's lines (:func:`read_lines`) numbered in the file, after the
+    lines the piece before held back in ``carry.lines``. ``cut``: the last piece does not
+    end with a line break (its last line, number ``carry.lines_read``, may be cut short).
+    Raises "empty file" for a stream of white space only."""
+    for data, last in line_pieces(stream, chunk_bytes):
+        cut = last and bool(data) and not ends_with_newline(data)
+        # counted on the bytes: read_lines gives no rows at all for a piece of blank lines
+        n_new = data.count(b"\n") + (1 if cut else 0)
+        carry.seen_text = carry.seen_text or bool(data.strip())
+        lines = read_lines([data])
+        del data
+        if carry.lines_read:
+            lines = lines.with_columns(pl.col("line_no") + carry.lines_read)
+        carry.lines_read += n_new
+        if carry.lines is not None:
+            lines = pl.concat([carry.lines, lines])
+            carry.lines = None
+        yield lines, last, cut
+    if not carry.seen_text:
+        raise InputFormatError(path, None, "empty file")
 
 
 def ends_with_newline(data: bytes) -> bool:

@@ -10,6 +10,7 @@ import polars as pl
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from tests.helpers.importing import read_outcome, reading_variants
 
 from iogauge.errors import InputFormatError
 from iogauge.importers import aix_iostat
@@ -160,3 +161,86 @@ def test_cut_anywhere_keeps_whole_reports(cut: int) -> None:
     assert df["ts"].n_unique() in (1, 2)
     assert set(df.group_by("ts").len()["len"]) == {2}
     assert any("dropped" in n for n in src.notes) or df["ts"].n_unique() == 2
+
+
+# ---------------------------------------------------------------------------------------------
+# a piece at a time (iter_parse); reports end where a disk appears again
+# ---------------------------------------------------------------------------------------------
+_VARIANTS = reading_variants(FIX, {"start": datetime(2024, 3, 4, 9), "interval_s": 60.0})
+
+
+@pytest.mark.parametrize(("name", "data", "kw"), _VARIANTS, ids=[v[0] for v in _VARIANTS])
+def test_pieces_give_what_the_whole_file_gives(name: str, data: bytes,
+                                                kw: dict[str, object]) -> None:
+    """Read in pieces of 1 byte (a line at a time) to 700 bytes, every block is read whole
+    and numbered on from the reports before it: the same rows, notes and refused lines as
+    one read of the whole file."""
+    whole = read_outcome(aix_iostat, data, None, **kw)
+    for chunk in (1, 40, 250, 700):
+        got = read_outcome(aix_iostat, data, chunk, **kw)
+        if isinstance(whole[0], str):
+            assert got[:2] == whole[:2], (name, chunk)
+            continue
+        assert got[0].equals(whole[0]), (name, chunk)  # type: ignore[union-attr]
+        assert got[1:] == whole[1:], (name, chunk)
+
+
+def _disk_added(long_form: bool) -> bytes:
+    """The -DT (or -DlT) fixture with hdisk2 added from its second report on, as AIX
+    prints a disk configured during the run."""
+    if long_form:
+        lines = _DLT.split(b"\n")
+        out: list[bytes] = []
+        seen = 0
+        for line in lines:
+            out.append(line)
+            if line.startswith(b"hdisk1"):
+                seen += 1
+                if seen >= 2:
+                    out.append(line.replace(b"hdisk1", b"hdisk2"))
+        return b"\n".join(out)
+    blocks = _DT.split(b"--------------------------------------------------------------------"
+                       b"------------\n")
+    out_blocks: list[bytes] = []
+    for k, block in enumerate(blocks):
+        out_blocks.append(block)
+        if k >= 3 and k % 2 == 1 and b"hdisk1" in block:
+            out_blocks.append(block.replace(b"hdisk1", b"hdisk2"))
+    return (b"-" * 80 + b"\n").join(out_blocks)
+
+
+_DLT = DLT.read_bytes()
+
+
+@pytest.mark.parametrize("long_form", [False, True])
+def test_a_disk_added_during_the_run_gets_the_reports_it_is_in(long_form: bool) -> None:
+    """A report ends where a disk appears again: a disk added in the second report has its
+    rows at the second and third reports' times (counted as the k-th block of each disk,
+    its first block was put at the first report's time, a minute early, and with -T the
+    run looked as if it lacked times)."""
+    data = _disk_added(long_form)
+    start = datetime(2024, 3, 4, 23, 0) if long_form else datetime(2024, 3, 4)
+    for chunk in (None, 300):
+        df = read_outcome(aix_iostat, data, chunk, start=start)[0]
+        assert isinstance(df, pl.DataFrame), df
+        times = df.sort("ts").group_by("device", maintain_order=True).agg(pl.col("ts"))
+        by_disk = dict(zip(times["device"].to_list(), times["ts"].to_list(), strict=True))
+        assert by_disk["hdisk2"] == by_disk["hdisk1"][1:], (chunk, by_disk)
+        assert len(by_disk["hdisk0"]) == len(by_disk["hdisk1"]) == 3
+        for row in df.filter(pl.col("device") == "hdisk2").iter_rows(named=True):
+            twin = one(df, "hdisk1", row["ts"])
+            assert all(row[m] == twin[m] for m in MEASURES), row["ts"]
+
+
+def test_a_lost_block_header_moves_no_later_block() -> None:
+    """A block whose xfer: line is lost (a damaged copy): its value lines are refused, and
+    the disk's later blocks stay in their own reports (counted as the k-th block of the
+    disk, each moved one report early)."""
+    second = _DT.index(b"hdisk1", _DT.index(b"10:00:00"))
+    data = _DT[:second] + _DT[_DT.index(b"\n", second) + 1:]
+    df, src = parse(DT, data, start=datetime(2024, 3, 4), lenient=True)
+    assert src.skipped >= 1
+    h1 = df.filter(pl.col("device") == "hdisk1").sort("ts")
+    full = _FULL.filter(pl.col("device") == "hdisk1").sort("ts")
+    assert h1["ts"].to_list() == [full["ts"][0], full["ts"][2]]
+    assert h1["util_pct"].to_list() == [full["util_pct"][0], full["util_pct"][2]]

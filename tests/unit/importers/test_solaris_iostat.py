@@ -12,11 +12,11 @@ import polars as pl
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from tests.helpers.importing import read_outcome, reading_variants
 
 from iogauge.errors import InputFormatError
 from iogauge.importers import solaris_iostat
 from iogauge.importers.base import Source
-from iogauge.model.sampleframe import SampleFrame
 
 FIX = Path(__file__).resolve().parents[2] / "fixtures" / "solaris-iostat"
 SEED_X = FIX / "seed001-iostat-x.txt"
@@ -345,42 +345,7 @@ def test_lines_before_the_first_time_stamp_are_refused() -> None:
 # ---------------------------------------------------------------------------------------------
 # a piece at a time (iter_parse): the rows, notes and refusals of the whole file
 # ---------------------------------------------------------------------------------------------
-def _outcome(data: bytes, chunk: int | None, **kw: object) -> tuple[object, ...]:
-    """(rows sorted, notes, skipped, examples) of ``data`` read whole or in pieces of
-    ``chunk`` bytes, or the error it raised."""
-    src = Source(path="x", **kw)  # type: ignore[arg-type]
-    try:
-        if chunk is None:
-            df = solaris_iostat.parse(data, src).df
-        else:
-            frames = list(solaris_iostat.iter_parse(io.BytesIO(data), src, chunk_bytes=chunk))
-            df = pl.concat([f.df for f in frames]) if frames else SampleFrame.empty().df
-    except InputFormatError as exc:
-        return ("error", str(exc), src.skipped)
-    return (df.sort(df.columns, nulls_last=True), sorted(src.notes), src.skipped,
-            sorted(src.skipped_examples))
-
-
-def _variants() -> list[tuple[str, bytes, dict[str, object]]]:
-    """Every fixture whole, cut short in and between reports, three times over (the time
-    stamps then go back: refused), with a line lost and with a line doubled."""
-    out: list[tuple[str, bytes, dict[str, object]]] = []
-    for path in sorted(FIX.glob("*.txt")):
-        data = path.read_bytes()
-        kw: dict[str, object] = {"start": START, "interval_s": 5.0, "tz": _TOKYO}
-        lines = data.split(b"\n")
-        mid = len(lines) // 2
-        cases = {"whole": data, "x3": data * 3, "cut": data[: len(data) * 2 // 3],
-                 "cut-at-line": b"\n".join(lines[:mid]) + b"\n",
-                 "line-lost": b"\n".join(lines[:mid] + lines[mid + 1:]),
-                 "line-doubled": b"\n".join([*lines[:mid], lines[mid], *lines[mid:]])}
-        for name, text in cases.items():
-            for lenient in (False, True):
-                out.append((f"{path.name}:{name}:{lenient}", text, {**kw, "lenient": lenient}))
-    return out
-
-
-_VARIANTS = _variants()
+_VARIANTS = reading_variants(FIX, {"start": START, "interval_s": 5.0, "tz": _TOKYO})
 
 
 @pytest.mark.parametrize(("name", "data", "kw"), _VARIANTS, ids=[v[0] for v in _VARIANTS])
@@ -390,9 +355,9 @@ def test_pieces_give_what_the_whole_file_gives(name: str, data: bytes,
     whole with what the reports before it left (its number and time, since-boot after a
     <<...>> line, the device list a cut last report is compared with): the same rows,
     notes and refused lines as one read of the whole file."""
-    whole = _outcome(data, None, **kw)
-    for chunk in (1, 40, 97, 250, 700):
-        got = _outcome(data, chunk, **kw)
+    whole = read_outcome(solaris_iostat, data, None, **kw)
+    for chunk in (1, 40, 250, 700):
+        got = read_outcome(solaris_iostat, data, chunk, **kw)
         if isinstance(whole[0], str):
             assert got[:2] == whole[:2], (name, chunk)
             continue
