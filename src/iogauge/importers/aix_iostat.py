@@ -184,10 +184,7 @@ def iter_parse(stream: BinaryIO, source: Source, *, chunk_bytes: int = CHUNK_BYT
 def parse(data: bytes, source: Source) -> SampleFrame:
     """One row per disk per report (block or ``-l`` form); see the module docstring. Files
     longer than :data:`CHUNK_BYTES` are read a piece at a time (:func:`iter_parse`)."""
-    frames = list(iter_parse(io.BytesIO(data), source))
-    if not frames:
-        return SampleFrame.empty()
-    return frames[0] if len(frames) == 1 else SampleFrame.concat(frames)
+    return SampleFrame.concat(list(iter_parse(io.BytesIO(data), source)))
 
 
 def _starts(lines: pl.DataFrame, long_form: bool, base: int) -> pl.DataFrame:

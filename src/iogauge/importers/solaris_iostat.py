@@ -217,10 +217,7 @@ def parse(data: bytes, source: Source) -> SampleFrame:
     lists only the first few of them. Files longer than :data:`CHUNK_BYTES` are read a piece
     at a time (:func:`iter_parse`).
     """
-    frames = list(iter_parse(io.BytesIO(data), source))
-    if not frames:
-        return SampleFrame.empty()
-    return frames[0] if len(frames) == 1 else SampleFrame.concat(frames)
+    return SampleFrame.concat(list(iter_parse(io.BytesIO(data), source)))
 
 
 def _parse_piece(lines: pl.DataFrame, source: Source, carry: _Carry, *, final: bool,

@@ -465,10 +465,7 @@ def parse(data: bytes, source: Source) -> SampleFrame:
     """Rows of every ``sar -d`` interval (``Average`` blocks skipped), with the ``sar -u`` CPU
     columns of the same time stamp; see the module docstring for the mapping. Files longer
     than :data:`CHUNK_BYTES` are read a report at a time (:func:`iter_parse`)."""
-    frames = list(iter_parse(io.BytesIO(data), source))
-    if not frames:
-        return SampleFrame.empty()
-    return frames[0] if len(frames) == 1 else SampleFrame.concat(frames)
+    return SampleFrame.concat(list(iter_parse(io.BytesIO(data), source)))
 
 
 def _parse_piece(lines: pl.DataFrame, source: Source, carry: _Carry, *, final: bool,

@@ -231,6 +231,8 @@ class SampleFrame:
     def concat(cls, frames: Sequence[SampleFrame]) -> SampleFrame:
         if not frames:
             return cls.empty()
+        if len(frames) == 1:
+            return frames[0]  # (frames are immutable: no copy)
         return cls(pl.concat([f.df for f in frames], how="vertical"), validate=False)
 
     @classmethod
