@@ -85,7 +85,7 @@ from __future__ import annotations
 
 import io
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
 from pathlib import Path
@@ -151,24 +151,27 @@ class LineCarry:
     seen_text: bool = False
 
 
-def line_frames(stream: BinaryIO, chunk_bytes: int, carry: LineCarry, path: str
+def line_frames(stream: BinaryIO, chunk_bytes: int, carry: LineCarry, path: str,
+                reader: Callable[[list[bytes]], pl.DataFrame] | None = None
                 ) -> Iterator[tuple[pl.DataFrame, bool, bool]]:
     """``(lines, last, cut)`` for each piece of ``stream`` (:func:`iogauge.importers.io
-    .line_pieces`): the piece's lines (:func:`read_lines`) numbered in the file, after the
-    lines the piece before held back in ``carry.lines``. ``cut``: the last piece does not
-    end with a line break (its last line, number ``carry.lines_read``, may be cut short).
-    Raises "empty file" for a stream of white space only."""
+    .line_pieces`): the piece's lines (``reader``, default :func:`read_lines`) numbered in
+    the file, after the lines the piece before held back in ``carry.lines``. ``cut``: the
+    last piece does not end with a line break (its last line, number ``carry.lines_read``,
+    may be cut short). Raises "empty file" for a stream of white space only."""
+    read = reader or read_lines
+    number_dtype = read([b""]).schema["line_no"]
     for data, last in line_pieces(stream, chunk_bytes):
         cut = last and bool(data) and not ends_with_newline(data)
         # counted on the bytes (read_lines gives no rows at all for a piece of blank lines)
         n_new = data.count(b"\n") + (1 if cut else 0)
         carry.seen_text = carry.seen_text or bool(data.strip())
-        lines = read_lines([data])
+        lines = read([data])
         del data
         if lines.height == 0 and n_new:
             # blank lines only: kept as blank rows, so that a piece's lines stay consecutive
-            lines = pl.DataFrame({"line_no": pl.int_range(1, n_new + 1, dtype=pl.UInt32(),
-                                                          eager=True),
+            lines = pl.DataFrame({"line_no": pl.int_range(1, n_new + 1, eager=True)
+                                  .cast(number_dtype),
                                   "line": pl.repeat(None, n_new, dtype=pl.String(),
                                                     eager=True)})
         if carry.lines_read:
@@ -180,6 +183,32 @@ def line_frames(stream: BinaryIO, chunk_bytes: int, carry: LineCarry, path: str
         yield lines, last, cut
     if not carry.seen_text:
         raise InputFormatError(path, None, "empty file")
+
+
+def report_frames(stream: BinaryIO, chunk_bytes: int, carry: LineCarry, path: str,
+                  head: str, reader: Callable[[list[bytes]], pl.DataFrame] | None = None
+                  ) -> Iterator[tuple[pl.DataFrame, bool, bool]]:
+    """:func:`line_frames` of whole reports: each piece but the last is cut before its last
+    line that matches ``head`` (a report's first line), and the lines from there wait in
+    ``carry.lines`` for the next piece; a piece with fewer than two such lines is read on.
+    (Each line is tested once: the lines held back are not tested again.)"""
+    heads: list[int] = []  # line numbers of the report heads among the lines held back
+    seen = 0  # the last line tested
+    for lines, last, cut in line_frames(stream, chunk_bytes, carry, path, reader):
+        if last:
+            yield lines, last, cut
+            continue  # (the end: line_frames still says "empty file" of blanks only)
+        new = lines.filter((pl.col("line_no") > seen)
+                           & pl.col("line").str.contains(head).fill_null(False))
+        heads += new["line_no"].to_list()
+        seen = int(lines["line_no"][-1]) if lines.height else seen
+        if len(heads) < 2:
+            carry.lines = lines  # no report ends in this piece: read on
+            continue
+        from_line = heads[-1]
+        heads = [from_line]
+        carry.lines = lines.filter(pl.col("line_no") >= from_line)
+        yield lines.filter(pl.col("line_no") < from_line), last, cut
 
 
 def ends_with_newline(data: bytes) -> bool:
@@ -441,17 +470,7 @@ def iter_parse(stream: BinaryIO, source: Source, *, chunk_bytes: int = CHUNK_BYT
     piece). A file without header lines is one piece.
     """
     carry = _Carry()
-    for piece, last, cut in line_frames(stream, chunk_bytes, carry, source.path):
-        lines = piece
-        del piece
-        if not last:
-            heads = lines.filter(pl.col("line").str.contains(_OS_RE).fill_null(False))
-            from_line = max_int(heads["line_no"], 0)
-            if heads.height == 0 or from_line <= int(lines["line_no"][0]):
-                carry.lines = lines  # no report ends in this piece: read on
-                continue
-            carry.lines = lines.filter(pl.col("line_no") >= from_line)
-            lines = lines.filter(pl.col("line_no") < from_line)
+    for lines, last, cut in report_frames(stream, chunk_bytes, carry, source.path, _OS_RE):
         frame = _parse_piece(lines, source, carry, final=last, cut=cut)
         del lines
         if frame is not None and len(frame):

@@ -17,6 +17,7 @@ import polars as pl
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from tests.helpers.importing import read_outcome
 
 from iogauge.errors import InputFormatError
 from iogauge.importers import sar_text
@@ -480,3 +481,82 @@ def test_property_round_trip(start: datetime, gaps: list[int], seed: list[int], 
     assert df["util_pct"].to_list() == [v[7] for v in values]
     nv = frame.df.filter(pl.col("device") == "nvme0n1").sort("ts")
     assert nv["await_ms"].to_list() == [round(v[6] + 1, 2) for v in values]
+
+
+# ---------------------------------------------------------------------------------------------
+# a few reports at a time (iter_parse)
+# ---------------------------------------------------------------------------------------------
+def _report_cases() -> list[tuple[str, bytes, dict[str, object]]]:
+    """Files of several reports, each led by its banner: the rotation's two days one after
+    the other, sar -A three times over, the ksar export (footer included) twice, the DST
+    fold twice; each whole, cut inside its last device section, with blanks after it and
+    with a line of its second report lost; strict and lenient."""
+    day1 = (SAR / "sysstat12.6.1-sar-dp-rotation-day1.txt").read_bytes()
+    day2 = (SAR / "sysstat12.6.1-sar-dp-rotation-day2.txt").read_bytes()
+    files = {
+        "rotation": (day1 + day2, {}),
+        "sar-A-x3": ((SAR / "sysstat12.6.1-sar-A.txt").read_bytes() * 3, {}),
+        "ksar-x2": ((SAR / "ksar-sysstat11.6.1-sar-A.txt").read_bytes() * 2, {}),
+        "dst-fold-x2": ((SAR / "sysstat12.6.1-sar-dp-dst-fold.txt").read_bytes() * 2,
+                        {"tz": ZoneInfo("Europe/Berlin")}),
+    }
+    out: list[tuple[str, bytes, dict[str, object]]] = []
+    for name, (data, kw) in files.items():
+        lines = data.split(b"\n")
+        second = len(lines) * 5 // 8
+        last_dev = data.rindex(b"DEV")
+        cases = {"whole": data,
+                 "cut": data[:data.index(b"\n", last_dev + 200) + 40],
+                 "blank-tail": data + b"\n  \n",
+                 "line-lost": b"\n".join(lines[:second] + lines[second + 1:])}
+        for case, text in cases.items():
+            for lenient in (False, True):
+                out.append((f"{name}:{case}:{lenient}", text, {**kw, "lenient": lenient}))
+    return out
+
+
+_REPORTS = _report_cases()
+
+
+@pytest.mark.parametrize(("name", "data", "kw"), _REPORTS, ids=[c[0] for c in _REPORTS])
+def test_reports_read_a_few_at_a_time(name: str, data: bytes, kw: dict[str, object]) -> None:
+    """Cut before banners, each piece's last report read again with the next: the rows,
+    notes and refused lines of one read of the whole file."""
+    whole = read_outcome(sar_text, data, None, **kw)
+    for chunk in ((300, 3_000) if len(data) < 50_000 else (40_000, 150_000)):
+        got = read_outcome(sar_text, data, chunk, **kw)
+        if isinstance(whole[0], str):
+            assert got[:2] == whole[:2], (name, chunk)
+            continue
+        assert got[0].equals(whole[0]), (name, chunk)
+        assert got[1:] == whole[1:], (name, chunk)
+
+
+def test_a_date_read_either_way_is_named_once() -> None:
+    """The same ambiguous banner date in three reports: named once in the note."""
+    data = (SAR / "ksar-sysstat11.6.1-sar-A.txt").read_bytes() * 3
+    src = Source(path="x")
+    sar_text.parse(data, src)
+    notes = [n for n in src.notes if n.startswith("banner date(s)")]
+    assert notes == [("banner date(s) 04/08/18 read as month/day/year (C and en_US locales); "
+                      "a day/month locale would read them the other way")]
+
+
+def test_one_ksar_footer_at_the_end_holds_for_every_report(tmp_path: Path) -> None:
+    """Two reports and one EndTime/EndTimeUTC footer after the last (ksar's export of two
+    days): read in pieces from a file or from bytes, the first report is converted with the
+    footer's offset too (it is looked up at the end before the reading starts), as when the
+    file is read whole."""
+    text = (SAR / "ksar-sysstat11.6.1-sar-A.txt").read_bytes()
+    foot = text.index(b"## EndTime")
+    data = text[:foot] + text[:foot] + text[foot:]
+    whole = read_outcome(sar_text, data, None)
+    assert any("stated by the file's EndTime/EndTimeUTC footer" in n for n in whole[1])
+    assert read_outcome(sar_text, data, 40_000)[0].equals(whole[0])
+    path = tmp_path / "two.txt"
+    path.write_bytes(data)
+    with path.open("rb") as fh:
+        frames = list(sar_text.iter_parse(fh, Source(path=str(path)), chunk_bytes=40_000))
+    assert len(frames) == 2
+    got = pl.concat([f.df for f in frames])
+    assert got.sort(got.columns, nulls_last=True).equals(whole[0])
