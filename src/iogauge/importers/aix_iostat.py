@@ -64,7 +64,7 @@ A report cut off by the end of the file is dropped whole.
 
 A file is read a piece of :data:`CHUNK_BYTES` at a time (:func:`iter_parse`), each piece's
 last report read again with the next one: 100 MB of ``iostat -DT`` blocks imports to Parquet
-at 0.21 GB peak, where the whole-file read peaked at 1.1 GB.
+at 0.22 GB peak, where the whole-file read peaked at 1.12-1.14 GB.
 """
 
 from __future__ import annotations

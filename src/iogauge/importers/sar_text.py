@@ -45,8 +45,8 @@ style footer (``## EndTime:`` local and ``## EndTimeUTC:``) states the offset an
 otherwise ``--tz``; otherwise UTC is assumed and a note says so.
 
 A file of several reports (``cat sar*``) is read a few MiB at a time, cut before banners
-(:func:`iter_parse`): 100 MB of ``sar -A`` reports import to Parquet at 0.22-0.26 GB peak,
-where the whole-file read peaked at 0.61-0.93 GB.
+(:func:`iter_parse`): 100 MB of ``sar -A`` reports import to Parquet at 0.22-0.27 GB peak,
+where the whole-file read peaked at 0.62-0.95 GB.
 """
 
 from __future__ import annotations

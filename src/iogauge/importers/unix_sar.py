@@ -72,7 +72,7 @@ its last interval may lack devices, so it is dropped (whole intervals only) and 
 
 A file of several reports (``cat sar*``) is read a few MiB at a time, cut before report header
 lines (:func:`iter_parse`): 100 MB of daily AIX, HP-UX or Solaris reports import to Parquet at
-0.24-0.26 GB peak, where the whole-file read peaked at 0.65-0.79 GB.
+0.24-0.28 GB peak, where the whole-file read peaked at 0.67-0.76 GB.
 
 Solaris truncates device names to 8 characters (``%-8.8s`` in sar.c): ``sd10.t6.`` is an I/O
 path of ``sd10``; ``sd4,a`` is a partition of ``sd4``.

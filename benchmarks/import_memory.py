@@ -1,0 +1,148 @@
+"""Peak memory of ``iogauge import --parquet`` for the text formats read a piece at a time
+besides Linux ``iostat`` (which ``import_speed.py`` measures): Solaris ``iostat -x``, AIX
+``iostat -DT`` and ``-DlT``, Linux ``sar -A`` text, AIX ``sar`` text.
+
+Target (the importers issue): memory stays below 3x the input size. Each input (about
+``--size-mb``) is built from a fixture in ``tests/fixtures`` (see its NOTICE), repeated:
+
+* ``solaris-iostat``: seed 001's ``iostat -x 5`` of a ``cp`` (no time stamps: imported with
+  ``--start`` and ``--interval 5``), its reports one after another;
+* ``aix-iostat -DT`` / ``-DlT``: the documented block and long forms, their three reports
+  over and over (the times of day go round: each copy is the next day);
+* ``sar -A``: the ksar RHEL 7 (sysstat 10.1.5) ``sar -A`` report, one copy after another, a
+  banner and footer each (``cat`` of the same day's files);
+* ``unix-sar``: the ksar AIX 7.2 ``sar`` report, each copy's header date one day on (a month
+  of daily reports, ``cat sar*``).
+
+Each import runs in its own process, measured with ``os.wait4`` (wall clock, ``ru_maxrss``);
+the figure is peak RSS / input bytes, the baseline the input itself (1x), in the same run.
+The peak includes the interpreter and its libraries (~0.1 GB: Python, polars, numpy). The
+inputs are built in a process of their own: a child's ``ru_maxrss`` starts from its parent's
+high-water mark (Linux carries it over at ``exec``), so a parent that had built a 100 MB
+input in memory added 0.07 GB to the peak of every import it ran.
+
+Usage::
+
+    .venv/bin/python benchmarks/import_memory.py             # 100 MB each, ~1 min
+    .venv/bin/python benchmarks/import_memory.py --size-mb 50 --check
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from datetime import datetime, timedelta
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+FIX = ROOT / "tests" / "fixtures"
+TARGET_RATIO = 3.0
+
+
+def _repeat(body: bytes, size: int, head: bytes = b"") -> bytes:
+    return head + body * max(1, -(-(size - len(head)) // len(body)))
+
+
+def _solaris(size: int) -> bytes:
+    return _repeat((FIX / "solaris-iostat" / "seed001-iostat-x5-cp-maxcontig6.txt")
+                   .read_bytes(), size)
+
+
+def _aix(name: str) -> Callable[[int], bytes]:
+    def build(size: int) -> bytes:
+        text = (FIX / "aix-iostat" / name).read_bytes()
+        at = text.index(b"Disks:") if b"Disks:" in text else text.index(b"hdisk")
+        return _repeat(text[at:], size, text[:at])
+    return build
+
+
+def _sar_a(size: int) -> bytes:
+    return _repeat((FIX / "sar" / "ksar-rhel7-sysstat10.1.5-sar-A.txt").read_bytes(), size)
+
+
+def _unix_sar_days(size: int) -> bytes:
+    text = (FIX / "unix-sar" / "ksar-aix7.2-sar.txt").read_text()
+    if not text.endswith("\n"):
+        text += "\n"
+    head = re.compile(r"^(\s*AIX\s+\S+\s.*?)(\d{2})/(\d{2})/(\d{2})(\s*)$", re.MULTILINE)
+    m = head.search(text)
+    if m is None:
+        raise SystemExit("ksar-aix7.2-sar.txt: no AIX header line")
+    day0 = datetime(2000 + int(m.group(4)), int(m.group(2)), int(m.group(3)))
+    out: list[str] = []
+    total = 0
+    k = 0
+    while total < size:
+        stamp = (day0 + timedelta(days=k)).strftime("%m/%d/%y")
+        day = head.sub(lambda g, s=stamp: f"{g.group(1)}{s}{g.group(5)}", text)
+        out.append(day)
+        total += len(day)
+        k += 1
+    return "".join(out).encode()
+
+
+#: format label -> (builder, extra import options)
+INPUTS: dict[str, tuple[Callable[[int], bytes], list[str]]] = {
+    "solaris-iostat -x": (_solaris, ["--start", "2008-02-21T10:00", "--interval", "5"]),
+    "aix-iostat -DT": (_aix("doc-aix-iostat-DT.txt"), ["--start", "2024-03-04T09:00"]),
+    "aix-iostat -DlT": (_aix("doc-aix-iostat-DlT.txt"), ["--start", "2024-03-04T23:00"]),
+    "sar -A (Linux)": (_sar_a, []),
+    "unix-sar (AIX days)": (_unix_sar_days, []),
+}
+
+
+def measure(cmd: list[str]) -> tuple[float, int]:
+    """Run ``cmd``; its wall time (s) and peak RSS (bytes)."""
+    t0 = time.perf_counter()
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    err = proc.stderr.read() if proc.stderr else b""
+    _, status, usage = os.wait4(proc.pid, 0)
+    wall = time.perf_counter() - t0
+    if os.waitstatus_to_exitcode(status) != 0:
+        raise SystemExit(f"{' '.join(cmd)} failed: {err.decode(errors='replace')[-2000:]}")
+    return wall, usage.ru_maxrss * 1024
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--size-mb", type=float, default=100.0, help="input size per format")
+    ap.add_argument("--check", action="store_true", help="exit 1 if a format misses 3x")
+    ap.add_argument("--build", nargs=2, metavar=("FORMAT", "PATH"), help=argparse.SUPPRESS)
+    args = ap.parse_args(argv)
+    size = int(args.size_mb * 1e6)
+    if args.build:  # (in a process of its own: see the module docstring)
+        Path(args.build[1]).write_bytes(INPUTS[args.build[0]][0](size))
+        return 0
+    cli = Path(sys.executable).parent / "iogauge"
+    if not cli.exists():
+        raise SystemExit(f"{cli} not found: run `make install` first")
+    print(f"{'format':22s} {'input MB':>9s} {'wall s':>7s} {'MB/s':>6s} {'peak MB':>8s} "
+          f"{'peak/input':>10s}")
+    ok = True
+    base = "/var/tmp" if Path("/var/tmp").is_dir() else None
+    with tempfile.TemporaryDirectory(prefix="iogauge-import-memory-", dir=base) as tmp:
+        for label, (_build, opts) in INPUTS.items():
+            path = Path(tmp) / "input.txt"
+            subprocess.run([sys.executable, __file__, "--size-mb", str(args.size_mb),
+                            "--build", label, str(path)], check=True)
+            n = path.stat().st_size
+            wall, peak = measure([str(cli), "import", str(path), "--parquet",
+                                  str(Path(tmp) / "out.parquet"), *opts])
+            ratio = peak / n
+            ok = ok and ratio < TARGET_RATIO
+            print(f"{label:22s} {n / 1e6:9.1f} {wall:7.2f} {n / 1e6 / wall:6.1f} "
+                  f"{peak / 1e6:8.1f} {ratio:9.2f}x")
+            path.unlink()
+    print(f"target: peak below {TARGET_RATIO:g}x the input; "
+          + ("met by every format" if ok else "MISSED by some format"))
+    return 0 if ok or not args.check else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
