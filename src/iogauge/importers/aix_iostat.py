@@ -231,8 +231,8 @@ def _parse_piece(lines: pl.DataFrame, source: Source, carry: _Carry, *, final: b
                  cut: bool) -> SampleFrame | None:
     """The rows of the reports of ``lines`` (the whole file when it is one piece); of a piece
     that is not ``final``, all reports but the last, which goes to ``carry``."""
-    if lines.height == 0:
-        return None
+    if lines.height == 0 or lines["line"].null_count() == lines.height:
+        return None  # (blank lines only: a file of nothing else is "empty")
     if carry.long_form is None:
         # the file's form: the -l table's "Disks:" header, or a block's "xfer:" line,
         # whichever comes first (read on until one does)

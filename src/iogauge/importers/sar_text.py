@@ -500,7 +500,8 @@ def _tail_offset(stream: BinaryIO) -> int | None:
     """The offset stated by a ksar footer at the end of ``stream``, looked up before the
     stream is read when that is cheap (a plain file or bytes; a compressed one would have to
     be decompressed twice), else None."""
-    if not isinstance(stream, io.BufferedReader | io.BytesIO | io.FileIO):
+    if not isinstance(stream, io.BufferedReader | io.BytesIO | io.FileIO) or \
+            not stream.seekable():  # (a named pipe opened as a file)
         return None
     at = stream.tell()
     try:
@@ -609,8 +610,8 @@ def _parse_piece(lines: pl.DataFrame, source: Source, carry: _Carry, *, cut_off:
                  ) -> SampleFrame | None:
     """The rows of the reports in ``lines`` (the whole file when it is one piece;
     ``cut_off``: it ends inside its last line)."""
-    if lines.height == 0:
-        return None
+    if lines.height == 0 or lines["line"].null_count() == lines.height:
+        return None  # (blank lines only: a file of nothing else is "empty")
     problems: list[tuple[int | None, str]] = []
     df = _classify(lines)
 

@@ -224,8 +224,8 @@ def _parse_piece(lines: pl.DataFrame, source: Source, carry: _Carry, *, final: b
                  cut: bool) -> SampleFrame | None:
     """The rows of the reports of ``lines`` (the whole file when it is one piece); of a piece
     that is not ``final``, all reports but the last, which goes to ``carry``."""
-    if lines.height == 0:
-        return None
+    if lines.height == 0 or lines["line"].null_count() == lines.height:
+        return None  # (blank lines only: a file of nothing else is "empty")
     if cut:
         # no final line break: the last line may be cut mid-number (or mid-time-stamp), so it
         # is not read at all, and the report it ends is dropped below
@@ -313,6 +313,7 @@ def _parse_piece(lines: pl.DataFrame, source: Source, carry: _Carry, *, final: b
         df = df.filter(pl.col("line_no") < from_line)
         n_reports = held
     carry.since_boot_next = not final and n_reports in changed
+    carry.timestamped = timestamped
     del lines
     if timestamped:
         # lines before the first time stamp belong to a report whose time is unknown

@@ -492,8 +492,8 @@ def _parse_piece(lines: pl.DataFrame, source: Source, carry: _Carry, *, final: b
     """The rows of the reports in ``lines`` (the whole file when it is one piece); ``final``:
     the file ends with them (its last section may be cut off), ``cut``: inside a line."""
     whole = not cut
-    if lines.height == 0:
-        return None
+    if lines.height == 0 or lines["line"].null_count() == lines.height:
+        return None  # (blank lines only: a file of nothing else is "empty")
     line = pl.col("line")
     t0 = line.str.extract(r"^\s*(\S+)", 1)
     # without a final line break the last line may be cut ("08:40:00   i"): never a header

@@ -421,3 +421,17 @@ def test_a_utf16_file_read_in_pieces() -> None:
         src = Source(path=str(XN), tz=_TOKYO)
         frames = list(solaris_iostat.iter_parse(io.BytesIO(text), src, chunk_bytes=64))
         assert pl.concat([f.df for f in frames]).equals(want)
+
+
+def test_reports_without_stamps_then_with_them_are_refused() -> None:
+    """A run without -T and then one with it in one file, read in pieces: refused by the
+    line of the first stamp (read whole, the lines before it are refused as lines before
+    the first stamp)."""
+    data = SEED_CP.read_bytes() * 3 + _XTC
+    stamp_line = data[:data.index(b"1195693200")].count(b"\n") + 1
+    src = Source(path=str(SEED_CP), start=START, interval_s=5.0)
+    with pytest.raises(InputFormatError, match="with and without -T") as err:
+        list(solaris_iostat.iter_parse(io.BytesIO(data), src, chunk_bytes=600))
+    assert err.value.line_no == stamp_line
+    with pytest.raises(InputFormatError, match="before the first time stamp"):
+        parse(SEED_CP, data, start=START, interval_s=5.0)
