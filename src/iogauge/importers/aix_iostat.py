@@ -273,7 +273,7 @@ def _parse_piece(lines: pl.DataFrame, source: Source, carry: _Carry, *, final: b
     if rows.height == 0:
         return None
 
-    # a report ends when a disk appears again: report k = the k-th appearance of each disk
+    # (rid: a report ends where a disk appears again, _numbered)
     rows = rows.sort("line_no")
     if final:
         rows = _drop_cut_report(rows, source, cut, carry)
@@ -356,8 +356,8 @@ def _block_rows(df: pl.DataFrame, source: Source, base: int = 0, *, final: bool 
             line_no, text = wrong.sort("line_no").select("line_no", "text").row(0)
             raise InputFormatError(source.path, int(line_no), f"AIX iostat -D {k}: header "
                                    f"is '{text}', expected '{' '.join(expect)}'")
-    # report k = the k-th block of each disk, counted before any block is refused, so that a
-    # bad block (--lenient) does not shift the disk's later blocks into earlier reports
+    # report numbers (_numbered) counted before any block is refused, so that a bad block
+    # (--lenient) does not shift the disk's later blocks into other reports
     blocks = _numbered(headers.filter(pl.col("kind") == "xfer")
                        .select("block", "device", "line_no"), base)
     reason_orphan = values.filter(pl.col("orphan")).with_columns(
