@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -76,3 +77,27 @@ def reading_variants(folder: Path, kw: dict[str, Any]) -> list[tuple[str, bytes,
             for lenient in (False, True):
                 out.append((f"{path.name}:{name}:{lenient}", text, {**kw, "lenient": lenient}))
     return out
+
+
+Outcome = tuple[Any, ...]
+
+
+def assert_pieces_agree(module: ModuleType, data: bytes, chunks: Iterable[int],
+                        kw: dict[str, Any], label: str,
+                        relax: Callable[[Outcome, Outcome], tuple[Outcome, Outcome]]
+                        | None = None) -> None:
+    """``module`` read in pieces of each of ``chunks`` bytes gives what one read of the
+    whole gives (:func:`read_outcome`): the same rows, notes and refused lines, or the same
+    error. ``relax`` may drop from both outcomes what a reading in pieces decides on its own
+    (it gets and returns (pieces, whole))."""
+    whole = read_outcome(module, data, None, **kw)
+    for chunk in chunks:
+        got = read_outcome(module, data, chunk, **kw)
+        if isinstance(whole[0], str):
+            assert got[:2] == whole[:2], (label, chunk)
+            continue
+        want = whole
+        if relax is not None:
+            got, want = relax(got, want)
+        assert got[0].equals(want[0]), (label, chunk)
+        assert got[1:] == want[1:], (label, chunk)

@@ -12,7 +12,11 @@ import polars as pl
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from tests.helpers.importing import read_outcome, reading_variants
+from tests.helpers.importing import (
+    Outcome,
+    assert_pieces_agree,
+    reading_variants,
+)
 
 from iogauge.errors import InputFormatError
 from iogauge.importers import solaris_iostat
@@ -355,24 +359,19 @@ def test_pieces_give_what_the_whole_file_gives(name: str, data: bytes,
     whole with what the reports before it left (its number and time, since-boot after a
     <<...>> line, the device list a cut last report is compared with): the same rows,
     notes and refused lines as one read of the whole file."""
-    whole = read_outcome(solaris_iostat, data, None, **kw)
-    for chunk in (1, 40, 250, 700):
-        got = read_outcome(solaris_iostat, data, chunk, **kw)
-        if isinstance(whole[0], str):
-            assert got[:2] == whole[:2], (name, chunk)
-            continue
-        rows, notes = got[0], got[1]
-        want_rows, want_notes = whole[0], whole[1]
-        if any("cpu_iowait_pct is null up to line" in n for n in notes):  # type: ignore[union-attr]
-            # the one thing decided on what has been read so far: 'wt' all 0 in the first
-            # pieces (see test_wt_left_null_while_every_wt_read_so_far_is_0)
-            assert want_rows["cpu_iowait_pct"].drop_nulls().ne(0).any()  # type: ignore[index]
-            rows = rows.drop("cpu_iowait_pct")  # type: ignore[union-attr]
-            want_rows = want_rows.drop("cpu_iowait_pct")  # type: ignore[union-attr]
-            notes = [n for n in notes if "'wt'" not in n]  # type: ignore[union-attr]
-        assert rows.equals(want_rows), (name, chunk)  # type: ignore[union-attr]
-        assert notes == want_notes, (name, chunk)
-        assert got[2:] == whole[2:], (name, chunk)
+    assert_pieces_agree(solaris_iostat, data, (1, 40, 250, 700), kw, name, relax=_wt_read_so_far)
+
+
+def _wt_read_so_far(got: Outcome, whole: Outcome) -> tuple[Outcome, Outcome]:
+    """Both outcomes without cpu_iowait_pct and the 'wt' notes when the pieces left it null
+    up to some line: the one thing decided on what has been read so far, 'wt' all 0 in the
+    first pieces (see test_wt_left_null_while_every_wt_read_so_far_is_0)."""
+    if not any("cpu_iowait_pct is null up to line" in n for n in got[1]):
+        return got, whole
+    assert whole[0]["cpu_iowait_pct"].drop_nulls().ne(0).any()
+    got = (got[0].drop("cpu_iowait_pct"), [n for n in got[1] if "'wt'" not in n], *got[2:])
+    whole = (whole[0].drop("cpu_iowait_pct"), *whole[1:])
+    return got, whole
 
 
 def test_a_since_boot_report_after_a_change_in_the_piece_before() -> None:
