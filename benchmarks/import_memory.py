@@ -1,6 +1,6 @@
-"""Peak memory of ``iogauge import --parquet`` for the text formats read a piece at a time
-besides Linux ``iostat`` (which ``import_speed.py`` measures): Solaris ``iostat -x``, AIX
-``iostat -DT`` and ``-DlT``, Linux ``sar -A`` text, AIX ``sar`` text.
+"""Peak memory of ``iogauge import --parquet`` for the formats read a piece at a time besides
+Linux ``iostat`` text (which ``import_speed.py`` measures): Solaris ``iostat -x``, AIX
+``iostat -DT`` and ``-DlT``, Linux ``sar -A`` text, AIX ``sar`` text, ``iostat -o JSON``.
 
 Target (the importers issue): memory stays below 3x the input size. Each input (about
 ``--size-mb``) is built from a fixture in ``tests/fixtures`` (see its NOTICE), repeated:
@@ -12,7 +12,9 @@ Target (the importers issue): memory stays below 3x the input size. Each input (
 * ``sar -A``: the ksar RHEL 7 (sysstat 10.1.5) ``sar -A`` report, one copy after another, a
   banner and footer each (``cat`` of the same day's files);
 * ``unix-sar``: the ksar AIX 7.2 ``sar`` report, each copy's header date one day on (a month
-  of daily reports, ``cat sar*``).
+  of daily reports, ``cat sar*``);
+* ``iostat -o JSON``: the live ``-x -t`` capture's three reports over and over, each stamped
+  one second after the one before, in iostat's own layout.
 
 Each import runs in its own process, measured with ``os.wait4`` (wall clock, ``ru_maxrss``);
 the figure is peak RSS / input bytes, the baseline the input itself (1x), in the same run.
@@ -87,6 +89,29 @@ def _unix_sar_days(size: int) -> bytes:
     return "".join(out).encode()
 
 
+def _iostat_json(size: int) -> bytes:
+    """The live ``iostat -o JSON -x -t`` capture's three reports over and over, one second
+    apart, in iostat's own layout (tabs, one disk object a line)."""
+    text = (FIX / "iostat-json" / "live-sysstat12.6-x-t.json").read_text()
+    at = text.index('"statistics": [\n') + len('"statistics": [\n')
+    end = text.rindex("\t\t\t]\n")
+    entries = [e.rstrip(",\n") + "\n" for e in
+               re.split(r"(?<=\n)(?=\t{4}\{\n)", text[at:end]) if e.strip()]
+    stamp = re.compile(r'"timestamp": "[^"]*"')
+    t0 = datetime(2026, 11, 22, 11, 14, 35)
+    out: list[str] = [text[:at]]
+    total = at
+    k = 0
+    while total < size:
+        when = (t0 + timedelta(seconds=k)).strftime("%m/%d/%y %H:%M:%S")
+        entry = stamp.sub(f'"timestamp": "{when}"', entries[k % len(entries)])
+        out.append(("\t\t\t\t},\n" if k else "") + entry.removesuffix("\t\t\t\t}\n"))
+        total += len(entry) + 1
+        k += 1
+    out.append("\t\t\t\t}\n" + text[end:])
+    return "".join(out).encode()
+
+
 #: format label -> (builder, extra import options)
 INPUTS: dict[str, tuple[Callable[[int], bytes], list[str]]] = {
     "solaris-iostat -x": (_solaris, ["--start", "2008-02-21T10:00", "--interval", "5"]),
@@ -94,6 +119,7 @@ INPUTS: dict[str, tuple[Callable[[int], bytes], list[str]]] = {
     "aix-iostat -DlT": (_aix("doc-aix-iostat-DlT.txt"), ["--start", "2024-03-04T23:00"]),
     "sar -A (Linux)": (_sar_a, []),
     "unix-sar (AIX days)": (_unix_sar_days, []),
+    "iostat -o JSON": (_iostat_json, []),
 }
 
 

@@ -177,6 +177,45 @@ def test_json(iostat_bin: str, tmp_path: Path) -> None:
     assert len(frame) == n
 
 
+@pytest.mark.parametrize("options", [["-x", "-t", "-p", "ALL"], ["-d", "-t", "-z"],
+                                     ["-x", "-t", "-m", "-g", "grp", "ALL"], ["-c", "-t"]],
+                         ids=["x-p-ALL", "d-z", "x-m-group", "cpu-only"])
+def test_json_in_iostats_layout_read_in_pieces(iostat_bin: str, options: list[str]) -> None:
+    """What this sysstat writes is in the layout read a piece at a time (iostat_json
+    .own_layout); read in pieces of 300 bytes to 64 kB it gives the rows of one read of
+    the whole, and every disk object is a row with its printed values."""
+    with disk_load():
+        text = run([iostat_bin, "-o", "JSON", *options, "1", "3"])
+    data = text.encode()
+    assert iostat_json.own_layout(data[:64])
+    whole_src = Source(path="live.json")
+    whole = iostat_json.parse(data, whole_src)
+    for chunk in (300, 4096, 65536):
+        src = Source(path="live.json")
+        frames = list(iostat_json.iter_parse(io.BytesIO(data), src, chunk_bytes=chunk))
+        got = SampleFrame.concat(frames).df if frames else SampleFrame.empty().df
+        assert_frame_equal(got, whole.df)
+        assert src.notes == whole_src.notes
+    stats = json.loads(text)["sysstat"]["hosts"][0]["statistics"]
+    df = whole.df
+    times = df["ts"].unique(maintain_order=True).to_list()
+    if "-c" in options:
+        assert len(df) == 0 and len(stats) == 3
+        assert any("no device statistics" in n for n in whole_src.notes)
+        return
+    with_disks = [st for st in stats if st.get("disk")]  # (-z: an idle interval has none)
+    printed = [(t, d) for t, st in zip(times, with_disks, strict=True) for d in st["disk"]]
+    assert len(df) == len(printed)
+    assert len(stats) == 3 and len(with_disks) >= 2
+    for t, disk in printed:
+        row = df.filter((pl.col("ts") == t) & (pl.col("device") == disk["disk_device"]))
+        got_row = row.row(0, named=True)
+        for key, v in disk.items():
+            if key in COLUMN:
+                col, factor = COLUMN[key]
+                assert got_row[col] == v * factor, (key, disk["disk_device"])
+
+
 def test_json_cut_while_running(iostat_bin: str, tmp_path: Path) -> None:
     """iostat killed mid-run leaves a document without its closing brackets."""
     with disk_load():

@@ -59,12 +59,13 @@ def read_outcome(module: ModuleType, data: bytes, chunk: int | None,
             sorted(src.skipped_examples))
 
 
-def reading_variants(folder: Path, kw: dict[str, Any]) -> list[tuple[str, bytes, dict[str, Any]]]:
-    """(id, text, Source keywords) for every ``*.txt`` fixture in ``folder``: whole, cut
+def reading_variants(folder: Path, kw: dict[str, Any], pattern: str = "*.txt"
+                     ) -> list[tuple[str, bytes, dict[str, Any]]]:
+    """(id, text, Source keywords) for every ``pattern`` fixture in ``folder``: whole, cut
     short inside and at a line end, three times over, with blanks after its last line
     break, with a line lost and with a line doubled, each strict and ``--lenient``."""
     out: list[tuple[str, bytes, dict[str, Any]]] = []
-    for path in sorted(folder.glob("*.txt")):
+    for path in sorted(folder.glob(pattern)):
         data = path.read_bytes()
         lines = data.split(b"\n")
         mid = len(lines) // 2

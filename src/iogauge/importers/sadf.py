@@ -44,6 +44,7 @@ import polars as pl
 
 from iogauge.errors import InputFormatError
 from iogauge.importers.base import Source
+from iogauge.importers.json_objects import decode_objects
 from iogauge.importers.sar_text import (
     CPU_COLUMNS,
     CPU_SYSTEM_PARTS,
@@ -455,39 +456,14 @@ def parse_json(data: bytes, source: Source, *, sa_file: bool = False) -> SampleF
 
 def _decode(frame: pl.DataFrame, column: str, dtype: pl.Struct,
             problems: list[tuple[int | None, str]], source: Source) -> pl.Series:
-    """Vectorised JSON decoding of one object per line; on failure, find the bad lines (the
-    slow path runs only for broken input)."""
-    try:
-        return frame[column].str.json_decode(dtype)
-    except pl.exceptions.ComputeError:
-        pass
-    good: list[str | None] = []
-    schema = dtype.to_schema()
-    for line_no, text in frame.select("line_no", column).iter_rows():
-        why = _object_problem(text, schema)
-        if why is None:
-            good.append(text)
-        else:
-            problems.append((line_no, why))
-            good.append(None)
-    report(source, problems)
-    problems.clear()
-    return pl.Series(column, good, dtype=pl.String()).str.json_decode(dtype)
-
-
-def _object_problem(text: str, schema: Mapping[str, Any]) -> str | None:
-    """Why one line's JSON object cannot be decoded with ``schema``, or None."""
-    try:
-        obj = json.loads(text)
-    except json.JSONDecodeError as exc:
-        return f"unreadable JSON object: {exc.msg} at column {exc.colno}"
-    if not isinstance(obj, dict):
-        return "not a JSON object"
-    for key, value in obj.items():
-        if schema.get(key) == pl.Float64() and (isinstance(value, bool)
-                                                or not isinstance(value, int | float)):
-            return f"{key!r} is {value!r}, not a number"
-    return None
+    """Vectorised JSON decoding of one object per line; the bad lines (found only when the
+    vectorised decoding fails) are reported at once."""
+    series, found = decode_objects(frame, column, dtype)
+    if found:
+        problems.extend(found)
+        report(source, problems)
+        problems.clear()
+    return series
 
 
 def _json_frames(dev: pl.DataFrame, cpu: pl.DataFrame,

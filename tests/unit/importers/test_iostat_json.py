@@ -15,6 +15,7 @@ from zoneinfo import ZoneInfo
 
 import polars as pl
 import pytest
+from tests.helpers.importing import assert_pieces_agree, reading_variants
 
 from iogauge.errors import InputFormatError
 from iogauge.importers import iostat_json, iostat_text, registry
@@ -237,3 +238,213 @@ def test_sniff_refuses_sadf_j_and_fio() -> None:
         assert not iostat_json.sniff(path.read_bytes()[:65536].decode())
     for path in sorted((FIX / "iostat").glob("*.txt")):
         assert not iostat_json.sniff(path.read_text())
+
+
+# ---- iostat's own layout, read a piece at a time --------------------------------------------
+
+
+def _iostat_layout(doc: dict[str, Any]) -> bytes:
+    """``doc`` written the way iostat.c writes it (a tab per level, one object a line)."""
+    out = ['{"sysstat": {', '\t"hosts": [']
+    hosts = doc["sysstat"]["hosts"]
+    for hi, host in enumerate(hosts):
+        out.append("\t\t{")
+        out += [f'\t\t\t"{k}": {json.dumps(v)},' for k, v in host.items() if k != "statistics"]
+        out.append('\t\t\t"statistics": [')
+        stats = host["statistics"]
+        for si, st in enumerate(stats):
+            out.append("\t\t\t\t{")
+            parts = []
+            if "timestamp" in st:
+                parts.append(f'\t\t\t\t\t"timestamp": {json.dumps(st["timestamp"])}')
+            if "avg-cpu" in st:
+                parts.append(f'\t\t\t\t\t"avg-cpu":  {json.dumps(st["avg-cpu"])}')
+            if "disk" in st:
+                parts.append('\t\t\t\t\t"disk": [\n' + ",\n".join(
+                    "\t\t\t\t\t\t" + json.dumps(d) for d in st["disk"]) + "\n\t\t\t\t\t]")
+            out.append(",\n".join(parts))
+            out.append("\t\t\t\t}" + ("," if si < len(stats) - 1 else ""))
+        out.append("\t\t\t]")
+        out.append("\t\t}" + ("," if hi < len(hosts) - 1 else ""))
+    out += ["\t]", "}}"]
+    return ("\n".join(out) + "\n").encode()
+
+
+def _lines(data: bytes) -> list[bytes]:
+    return data.split(b"\n")
+
+
+def _line_no(data: bytes, needle: bytes) -> int:
+    return data[:data.index(needle)].count(b"\n") + 1
+
+
+@pytest.mark.parametrize("name", [LIVE_X, LIVE_D_ISO, OLD])
+def test_captures_are_in_iostats_own_layout(name: str) -> None:
+    assert iostat_json.own_layout((JFIX / name).read_bytes()[:64])
+    assert not iostat_json.own_layout((JFIX / PKB).read_bytes()[:64])
+
+
+@pytest.mark.parametrize("name", [PKB, LIVE_X, LIVE_D_ISO, OLD])
+def test_both_readers_give_the_same_rows(name: str) -> None:
+    """The same document in iostat's layout (read line by line, vectorised) and re-indented
+    by a JSON writer (read by a JSON parser): the same rows and notes."""
+    doc = json.loads((JFIX / name).read_text())
+    own, own_src = load(_iostat_layout(doc))
+    other, other_src = load(json.dumps(doc, indent=2).encode())
+    assert iostat_json.own_layout(_iostat_layout(doc)[:64])
+    assert own.df.equals(other.df)
+    assert own_src.notes == other_src.notes
+    assert len(own) == sum(len(st.get("disk", [])) for st in
+                           doc["sysstat"]["hosts"][0]["statistics"])
+
+
+def test_a_long_run_is_read_in_pieces_with_its_intervals() -> None:
+    """200 reports in pieces of 2 kB: one frame per piece, and every report's interval
+    measured from the report before it, across the cuts (a 3 s gap stays 3 s)."""
+    doc = json.loads((JFIX / LIVE_X).read_text())
+    stats = doc["sysstat"]["hosts"][0]["statistics"]
+    t0 = dt.datetime(2026, 11, 22, 11, 14, 35)
+    long = []
+    for i in range(200):
+        entry = json.loads(json.dumps(stats[i % 3]))
+        entry["timestamp"] = (t0 + dt.timedelta(seconds=i + (2 if i >= 120 else 0))
+                              ).strftime("%m/%d/%y %H:%M:%S")
+        long.append(entry)
+    doc["sysstat"]["hosts"][0]["statistics"] = long
+    data = _iostat_layout(doc)
+    src = Source(path="long.json")
+    frames = list(iostat_json.iter_parse(__import__("io").BytesIO(data), src, chunk_bytes=2000))
+    assert len(frames) > 50
+    df = SampleFrame.concat(frames).df
+    whole, _ = load(data)
+    assert df.equals(whole.df)
+    per_report = df.group_by("ts").agg(pl.col("interval_s").first(),
+                                       pl.col("since_boot").first()).sort("ts")
+    assert per_report.height == 200
+    assert per_report["since_boot"].sum() == 1
+    assert per_report["interval_s"].to_list() == [1.0] * 120 + [3.0] + [1.0] * 79
+
+
+def test_a_lost_line_is_refused_at_the_line_after_it() -> None:
+    data = (JFIX / LIVE_X).read_bytes()
+    lines = _lines(data)
+    close = next(i for i, ln in enumerate(lines) if ln == b"\t\t\t\t},")  # report 1's end
+    with pytest.raises(InputFormatError) as err:
+        load(b"\n".join(lines[:close] + lines[close + 1:]))
+    assert err.value.line_no == close + 1  # the next report's '{', now on line close + 1
+    assert "cannot follow" in err.value.reason
+    # (one report left: its interval is not in the file)
+    frame, src = load(b"\n".join(lines[:close] + lines[close + 1:]), lenient=True,
+                      interval_s=1.0)
+    # report 1, left open, and report 2, whose '{' was refused: both dropped whole (9 lines
+    # each besides the refused one); report 3 kept
+    assert frame.df["ts"].unique().to_list() == [utc(2026, 11, 22, 11, 14, 37)]
+    assert src.skipped == 19
+
+
+def test_a_damaged_value_names_its_line_and_lenient_drops_its_report() -> None:
+    data = (JFIX / LIVE_X).read_bytes()
+    needle = b'"disk_device": "loop1", "r/s": 0.00'
+    at = data.index(needle, data.index(b"11:14:36"))
+    bad = data[:at] + data[at:].replace(b'"r/s": 0.00', b'"r/s": 0.0.0', 1)
+    with pytest.raises(InputFormatError) as err:
+        load(bad)
+    assert err.value.line_no == _line_no(bad, b"0.0.0")
+    assert "unreadable JSON object" in err.value.reason
+    frame, src = load(bad, lenient=True)
+    assert frame.df["ts"].unique().sort().to_list() == [utc(2026, 11, 22, 11, 14, 35),
+                                                        utc(2026, 11, 22, 11, 14, 37)]
+    # the bad line, and the other 9 lines of its report ('{' to '},')
+    assert src.skipped == 10
+    assert any("dropped whole" in e for e in src.skipped_examples)
+
+
+def test_a_line_outside_the_layout_is_refused() -> None:
+    data = (JFIX / LIVE_X).read_bytes()
+    at = data.index(b'\t\t\t\t\t"disk": [')
+    bad = data[:at] + b"\t\t\t\t\tgarbage\n" + data[at:]
+    with pytest.raises(InputFormatError, match="not a line of iostat -o JSON's layout") as err:
+        load(bad)
+    assert err.value.line_no == _line_no(bad, b"garbage")
+
+
+def test_two_documents_one_after_the_other() -> None:
+    """``cat`` of two runs: both read, each run's first report flagged since-boot."""
+    one = (JFIX / LIVE_X).read_bytes()
+    two = one.replace(b'"nodename": "vm"', b'"nodename": "vm2"')
+    frame, _ = load(one + two)
+    single, _ = load(LIVE_X)
+    assert len(frame) == 2 * len(single)
+    for host in ("vm", "vm2"):
+        rows = frame.df.filter(pl.col("host") == host)
+        assert rows.drop("host").equals(single.df.drop("host"))
+
+
+def test_cpu_only_and_idle_z_runs_are_not_errors() -> None:
+    """iostat -c (no disk list) and an idle -z interval ('"disk": [', a blank line, ']'),
+    without -t: no rows, no --interval needed for them."""
+    cpu_only = (b'{"sysstat": {\n\t"hosts": [\n\t\t{\n\t\t\t"nodename": "vm",\n'
+                b'\t\t\t"date": "11/24/26",\n\t\t\t"statistics": [\n'
+                b"\t\t\t\t{\n\t\t\t\t\t\"avg-cpu\":  {\"user\": 1.00, \"nice\": 0.00, "
+                b"\"system\": 0.50, \"iowait\": 0.00, \"steal\": 0.00, \"idle\": 98.50}\n"
+                b"\t\t\t\t},\n"
+                b"\t\t\t\t{\n\t\t\t\t\t\"avg-cpu\":  {\"user\": 1.00, \"nice\": 0.00, "
+                b"\"system\": 0.50, \"iowait\": 0.00, \"steal\": 0.00, \"idle\": 98.50},\n"
+                b"\t\t\t\t\t\"disk\": [\n\n\t\t\t\t\t]\n\t\t\t\t}\n"
+                b"\t\t\t]\n\t\t}\n\t]\n}}\n")
+    assert iostat_json.own_layout(cpu_only[:64])
+    frame, src = load(cpu_only)
+    assert len(frame) == 0 and src.skipped == 0
+    assert any("no device statistics" in n for n in src.notes)
+
+
+def test_mixed_stamps_name_the_first_report_without_one() -> None:
+    data = (JFIX / LIVE_X).read_bytes()
+    at = data.index(b'\t\t\t\t\t"timestamp": "11/22/26 11:14:36",\n')
+    bad = data[:at] + data[at:].replace(b'\t\t\t\t\t"timestamp": "11/22/26 11:14:36",\n', b"", 1)
+    with pytest.raises(InputFormatError, match="have a timestamp and others none") as err:
+        load(bad)
+    # report 2's '{': 9 lines after report 1's stamp (its own stamp, the line after, is gone)
+    assert err.value.line_no == _line_no(bad, b'"timestamp": "11/22/26 11:14:35"') + 9
+
+
+_VARIANTS = reading_variants(JFIX, {}, "*.json")
+
+
+@pytest.mark.parametrize(("name", "data", "kw"), _VARIANTS, ids=[v[0] for v in _VARIANTS])
+def test_pieces_give_what_the_whole_file_gives(name: str, data: bytes,
+                                                kw: dict[str, object]) -> None:
+    """Read in pieces of 1 byte (a line at a time) to 2 kB, every statistics entry is read
+    whole with what the entries before it left (its number, host, the time before it):
+    the same rows, notes and refused lines as one read of the whole document."""
+    assert_pieces_agree(iostat_json, data, (1, 60, 700, 2000), kw, name)
+
+
+@pytest.mark.parametrize("how", ["lost", "doubled"])
+def test_a_lost_or_doubled_last_disk_line_is_refused(how: str) -> None:
+    """The last disk object of a list has no ',': losing it leaves the one before it with
+    a ',' and nothing after; doubling it leaves a ',' missing (and the disk twice). The
+    order of kinds is right either way: the commas (and names) tell."""
+    data = (JFIX / LIVE_X).read_bytes()
+    lines = _lines(data)
+    last = next(i for i, ln in enumerate(lines) if ln.startswith(b"\t\t\t\t\t\t{")
+                and not ln.endswith(b","))
+    if how == "lost":
+        bad, line = b"\n".join(lines[:last] + lines[last + 1:]), last  # the one before
+        why = "ends with ','"
+    else:
+        bad, line = b"\n".join(lines[:last + 1] + lines[last:]), last + 1
+        why = "does not end with ','"
+    with pytest.raises(InputFormatError, match=why) as err:
+        load(bad)
+    assert err.value.line_no == line
+
+
+def test_a_disk_twice_in_one_report_is_refused() -> None:
+    data = (JFIX / LIVE_X).read_bytes()
+    lines = _lines(data)
+    first = next(i for i, ln in enumerate(lines) if ln.startswith(b"\t\t\t\t\t\t{"))
+    bad = b"\n".join(lines[:first + 1] + lines[first:])
+    with pytest.raises(InputFormatError, match="'loop0' a second time") as err:
+        load(bad)
+    assert err.value.line_no == first + 2
