@@ -1,6 +1,7 @@
 """Peak memory of ``iogauge import --parquet`` for the formats read a piece at a time besides
 Linux ``iostat`` text (which ``import_speed.py`` measures): Solaris ``iostat -x``, AIX
-``iostat -DT`` and ``-DlT``, Linux ``sar -A`` text, AIX ``sar`` text, ``iostat -o JSON``.
+``iostat -DT`` and ``-DlT``, Linux ``sar -A`` text, AIX ``sar`` text, ``iostat -o JSON``,
+``/proc/diskstats`` snapshots.
 
 Target (the importers issue): memory stays below 3x the input size. Each input (about
 ``--size-mb``) is built from a fixture in ``tests/fixtures`` (see its NOTICE), repeated:
@@ -14,7 +15,9 @@ Target (the importers issue): memory stays below 3x the input size. Each input (
 * ``unix-sar``: the ksar AIX 7.2 ``sar`` report, each copy's header date one day on (a month
   of daily reports, ``cat sar*``);
 * ``iostat -o JSON``: the live ``-x -t`` capture's three reports over and over, each stamped
-  one second after the one before, in iostat's own layout.
+  one second after the one before, in iostat's own layout;
+* ``diskstats snapshots``: ``TS <epoch>`` + ``/proc/diskstats`` a second apart, the pt
+  capture's first snapshot with its counters growing by their first increments.
 
 Each import runs in its own process, measured with ``os.wait4`` (wall clock, ``ru_maxrss``);
 the figure is peak RSS / input bytes, the baseline the input itself (1x), in the same run.
@@ -112,6 +115,35 @@ def _iostat_json(size: int) -> bytes:
     return "".join(out).encode()
 
 
+def _diskstats(size: int) -> bytes:
+    """``TS <epoch>`` then ``/proc/diskstats`` a second apart (pt-diskstats --save-samples):
+    the pt capture's first snapshot, each device's counters growing by its first interval's
+    increments (the in-flight gauge kept), so every interval is derived (no resets)."""
+    text = (FIX / "diskstats-snapshots" / "pt-diskstats-ts-before-kernel5.txt").read_text()
+    snaps = [b.split("\n", 1)[1] for b in text.split("TS ") if b.strip()]
+    first = {ln.split()[2]: ln.split() for ln in snaps[0].splitlines() if ln.strip()}
+    second = {ln.split()[2]: ln.split() for ln in snaps[1].splitlines() if ln.strip()}
+    devices = []
+    for name, f in first.items():
+        s = second.get(name, f)
+        inc = [0 if j == 8 or len(s) != len(f) else max(0, int(s[3 + j]) - int(f[3 + j]))
+               for j in range(len(f) - 3)]
+        devices.append((f"{int(f[0]):4d} {int(f[1]):7d} {name}", [int(x) for x in f[3:]], inc))
+    out: list[str] = []
+    total = 0
+    k = 0
+    while total < size:
+        block = [f"TS {1700000000 + k}.000000 snapshot {k}"]
+        for head, base, inc in devices:
+            block.append(head + " " + " ".join(str(b + k * i) for b, i in zip(base, inc,
+                                                                             strict=True)))
+        chunk = "\n".join(block) + "\n"
+        out.append(chunk)
+        total += len(chunk)
+        k += 1
+    return "".join(out).encode()
+
+
 #: format label -> (builder, extra import options)
 INPUTS: dict[str, tuple[Callable[[int], bytes], list[str]]] = {
     "solaris-iostat -x": (_solaris, ["--start", "2008-02-21T10:00", "--interval", "5"]),
@@ -120,6 +152,7 @@ INPUTS: dict[str, tuple[Callable[[int], bytes], list[str]]] = {
     "sar -A (Linux)": (_sar_a, []),
     "unix-sar (AIX days)": (_unix_sar_days, []),
     "iostat -o JSON": (_iostat_json, []),
+    "diskstats snapshots": (_diskstats, []),
 }
 
 

@@ -16,6 +16,7 @@ import polars as pl
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from tests.helpers.importing import assert_pieces_agree, reading_variants
 
 from iogauge.collector.derive import DERIVED_COLUMNS
 from iogauge.collector.linux import LinuxCollector, frame_from_results
@@ -367,3 +368,57 @@ def test_equals_live_collector_property(tmp_path_factory: pytest.TempPathFactory
     live = _collector_frame(snaps, tmp_path_factory.mktemp("cap"),
                             {"sda": ["sda1"], "nvme0n1": [], "dm-0": []})
     _assert_same(imported, live)
+
+
+# ---- a piece at a time ----------------------------------------------------------------------
+
+
+def test_a_line_cut_short_at_the_end_is_not_read() -> None:
+    """'md0 2650 0 212000 0' cut from a 17-counter line reads as a 4-field (2.6 partition)
+    line, and a counter cut to fewer digits as a counter gone backwards: a last line without
+    its line break is left out, with a note."""
+    data = PT.read_bytes()
+    whole, _ = parse(data)
+    last_ts = data.rindex(b"\nTS ")
+    cut = data.index(b" md0 ", last_ts) + len(b" md0 2650 0 212000 0")
+    df, src = parse(data[:cut])
+    n_line = data[:cut].count(b"\n") + 1
+    assert any(f"ends inside line {n_line}" in n for n in src.notes)
+    assert df.filter(pl.col("device") == "md0")["device_kind"].unique().to_list() == ["md"]
+    assert df.filter(pl.col("device") == "md0").height == \
+        whole.filter(pl.col("device") == "md0").height - 1
+    with pytest.raises(InputFormatError, match="only line is cut short"):
+        parse(b"   8       0 sda 1000 100 8")
+
+
+def test_a_long_capture_read_in_pieces_equals_one_read() -> None:
+    """400 snapshots (the pt capture's 4, their times one second on each round) in pieces
+    of 3 kB: one frame a piece, each device's line derived against the same line as in
+    one read (across the cuts), the same notes."""
+    text = PT.read_text()
+    blocks = [b for b in text.split("TS ") if b.strip()]
+    out = []
+    for i in range(400):
+        head, rest = blocks[i % len(blocks)].split("\n", 1)
+        out.append(f"TS {1700000000 + i}.{head.split('.')[1]}\n{rest}")
+    data = "".join(out).encode()
+    src = Source(path="cap.txt")
+    frames = list(ds.iter_parse(__import__("io").BytesIO(data), src, chunk_bytes=3000))
+    whole, whole_src = parse(data)
+    assert len(frames) > 50
+    assert SampleFrame.concat(frames).df.equals(whole)
+    assert src.notes == whole_src.notes
+    assert whole.height > 2500
+
+
+_VARIANTS = reading_variants(FIX, {})
+
+
+@pytest.mark.parametrize(("name", "data", "kw"), _VARIANTS, ids=[v[0] for v in _VARIANTS])
+def test_pieces_give_what_the_whole_file_gives(name: str, data: bytes,
+                                                kw: dict[str, object]) -> None:
+    """Read in pieces of 1 byte (a line at a time) to 700 bytes, every snapshot is derived
+    against each device's last line before it, wherever the pieces were cut: the same rows,
+    notes and refused lines as one read of the whole file."""
+    assert_pieces_agree(ds, data, (1, 40, 250, 700), {**kw, "start": datetime(2026, 1, 1)},
+                        name)
