@@ -1,7 +1,7 @@
 """Peak memory of ``iogauge import --parquet`` for the formats read a piece at a time besides
 Linux ``iostat`` text (which ``import_speed.py`` measures): Solaris ``iostat -x``, AIX
 ``iostat -DT`` and ``-DlT``, Linux ``sar -A`` text, AIX ``sar`` text, ``iostat -o JSON``,
-``/proc/diskstats`` snapshots.
+``/proc/diskstats`` snapshots, ``sadf -d``.
 
 Target (the importers issue): memory stays below 3x the input size. Each input (about
 ``--size-mb``) is built from a fixture in ``tests/fixtures`` (see its NOTICE), repeated:
@@ -17,7 +17,9 @@ Target (the importers issue): memory stays below 3x the input size. Each input (
 * ``iostat -o JSON``: the live ``-x -t`` capture's three reports over and over, each stamped
   one second after the one before, in iostat's own layout;
 * ``diskstats snapshots``: ``TS <epoch>`` + ``/proc/diskstats`` a second apart, the pt
-  capture's first snapshot with its counters growing by their first increments.
+  capture's first snapshot with its counters growing by their first increments;
+* ``sadf -d``: one long stretch of ``sadf -d -- -d -u``, its CPU section then its DEV
+  section, the 12.6.1 export's first interval one second apart.
 
 Each import runs in its own process, measured with ``os.wait4`` (wall clock, ``ru_maxrss``);
 the figure is peak RSS / input bytes, the baseline the input itself (1x), in the same run.
@@ -144,6 +146,27 @@ def _diskstats(size: int) -> bytes:
     return "".join(out).encode()
 
 
+def _sadf_d(size: int) -> bytes:
+    """``sadf -d -- -d -u`` of one long stretch, as sadf prints it: the CPU section, then the
+    DEV section (the 12.6.1 export's first interval of each device, one second apart)."""
+    text = (FIX / "sadf" / "sysstat12.6.1-sadf-d-u.csv").read_text()
+    lines = text.splitlines()
+    cpu_head = next(ln for ln in lines if ";CPU;" in ln and ln.startswith("#"))
+    dev_head = next(ln for ln in lines if ";DEV;" in ln and ln.startswith("#"))
+    cpu = next(ln for ln in lines if not ln.startswith("#") and ";-1;" in ln)
+    t0 = cpu.split(";")[2]
+    devs = [ln for ln in lines if not ln.startswith("#") and ln.split(";")[2] == t0
+            and ";-1;" not in ln and ln.split(";")[1] != "-1"]
+    per = len(cpu) + 1 + sum(len(d) + 1 for d in devs)
+    n = max(1, size // per)
+    start = datetime.strptime(t0.removesuffix(" UTC"), "%Y-%m-%d %H:%M:%S")
+    stamps = [(start + timedelta(seconds=k)).strftime("%Y-%m-%d %H:%M:%S UTC")
+              for k in range(n)]
+    out = [cpu_head, *(cpu.replace(t0, s) for s in stamps), dev_head]
+    out += [d.replace(t0, s) for s in stamps for d in devs]
+    return ("\n".join(out) + "\n").encode()
+
+
 #: format label -> (builder, extra import options)
 INPUTS: dict[str, tuple[Callable[[int], bytes], list[str]]] = {
     "solaris-iostat -x": (_solaris, ["--start", "2008-02-21T10:00", "--interval", "5"]),
@@ -153,6 +176,7 @@ INPUTS: dict[str, tuple[Callable[[int], bytes], list[str]]] = {
     "unix-sar (AIX days)": (_unix_sar_days, []),
     "iostat -o JSON": (_iostat_json, []),
     "diskstats snapshots": (_diskstats, []),
+    "sadf -d": (_sadf_d, []),
 }
 
 

@@ -40,9 +40,9 @@ A capture is read a piece of :data:`CHUNK_BYTES` at a time (:func:`iter_parse`),
 a snapshot ends; each device's last line is carried to the next piece, so every line is
 derived against the same line as in one read of the whole file, and memory does not grow
 with the capture: 100 MB captures (7 devices, a second apart) import to Parquet at
-0.23-0.25 GB peak, where one read of the whole took 1.38-1.69 GB. A last line without its line break is
-not read (a note says so): cut short, a counter would give a wrong rate or pass for a
-4-field partition line.
+0.23-0.25 GB peak, where one read of the whole took 1.38-1.69 GB. A last line without its
+line break is not read (a note says so): cut short, a counter would give a wrong rate or
+pass for a 4-field partition line.
 
 A file with a single snapshot is a since-boot report: the counters are totals since boot
 and the uptime is not in the file, so rates, %util and aqu-sz are null and only the ratios

@@ -15,7 +15,7 @@ import lzma
 import os
 from collections.abc import Iterator
 from pathlib import Path
-from typing import BinaryIO
+from typing import BinaryIO, cast
 
 from iogauge.errors import InputFormatError
 
@@ -164,3 +164,27 @@ def decode(data: bytes) -> str:
 
 def text_stream(data: bytes) -> io.StringIO:
     return io.StringIO(decode(data))
+
+
+class _HeadThen:
+    """A stream whose first bytes were read already (to tell a layout or format): they are
+    read first, then the rest of the stream."""
+
+    def __init__(self, head: bytes, rest: BinaryIO) -> None:
+        self.head = head
+        self.rest = rest
+
+    def read(self, n: int = -1) -> bytes:
+        if not self.head:
+            return self.rest.read(n)
+        if n is None or n < 0:
+            out, self.head = self.head + self.rest.read(), b""
+            return out
+        out, self.head = self.head[:n], self.head[n:]
+        return out + (self.rest.read(n - len(out)) if len(out) < n else b"")
+
+
+def head_then(head: bytes, rest: BinaryIO) -> BinaryIO:
+    """``head`` (bytes already read from ``rest``) followed by the rest of ``rest``, as a
+    stream to read (only ``read`` is offered)."""
+    return cast(BinaryIO, _HeadThen(head, rest))

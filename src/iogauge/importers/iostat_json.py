@@ -57,7 +57,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, BinaryIO, cast
+from typing import Any, BinaryIO
 
 import polars as pl
 
@@ -65,7 +65,7 @@ from iogauge.collector.sysfs import guess_parent, kind_from_name
 from iogauge.errors import InputFormatError
 from iogauge.importers import timestamps as tsx
 from iogauge.importers.base import Source
-from iogauge.importers.io import decode
+from iogauge.importers.io import decode, head_then
 from iogauge.importers.iostat_text import COLUMNS, UNKNOWN_INTERVAL_S, ColumnSpec
 from iogauge.importers.json_objects import decode_objects
 from iogauge.importers.unix_sar import LineCarry, report_frames
@@ -193,23 +193,6 @@ class _Host:
     first_stamp_line: int | None = None
 
 
-class _HeadThen:
-    """A stream whose first bytes were read already (to see the layout): they come first."""
-
-    def __init__(self, head: bytes, rest: BinaryIO) -> None:
-        self.head = head
-        self.rest = rest
-
-    def read(self, n: int = -1) -> bytes:
-        if not self.head:
-            return self.rest.read(n)
-        if n is None or n < 0:
-            out, self.head = self.head + self.rest.read(), b""
-            return out
-        out, self.head = self.head[:n], self.head[n:]
-        return out + (self.rest.read(n - len(out)) if len(out) < n else b"")
-
-
 def own_layout(head: bytes) -> bool:
     """Whether a document starting with ``head`` (its first 64 bytes will do) is in
     iostat's own layout, read a piece at a time (else it is read whole)."""
@@ -226,7 +209,7 @@ def iter_parse(stream: BinaryIO, source: Source, *, chunk_bytes: int = CHUNK_BYT
         reader.whole(decode(head + stream.read()))
     else:
         carry = LineCarry()
-        pieces = report_frames(cast(BinaryIO, _HeadThen(head, stream)), chunk_bytes, carry,
+        pieces = report_frames(head_then(head, stream), chunk_bytes, carry,
                                source.path, _ENTRY_HEAD)
         for lines, last, _cut in pieces:
             reader.piece(lines, final=last)

@@ -7,6 +7,7 @@ must give the same rows as the sar text of that file.
 
 from __future__ import annotations
 
+import io
 import json
 import shutil
 from datetime import UTC, datetime
@@ -15,6 +16,7 @@ from zoneinfo import ZoneInfo
 
 import polars as pl
 import pytest
+from tests.helpers.importing import assert_pieces_agree, reading_variants
 
 from iogauge.errors import InputFormatError, IogaugeError
 from iogauge.importers import sa_binary, sadf, sar_text
@@ -367,3 +369,43 @@ def test_csv_sections_split_in_batches_read_as_one(name: str,
         assert one.df.height > 7
         assert many.df.equals(one.df)
         assert (src_many.notes, src_many.skipped) == (src_one.notes, src_one.skipped)
+
+
+# ---- sadf -d a piece at a time ----------------------------------------------------------------
+
+
+_VARIANTS = reading_variants(SADF, {}, "*.csv")
+
+
+@pytest.mark.parametrize(("name", "data", "kw"), _VARIANTS, ids=[v[0] for v in _VARIANTS])
+def test_csv_pieces_give_what_the_whole_file_gives(name: str, data: bytes,
+                                                    kw: dict[str, object]) -> None:
+    """Read in pieces of 1 byte (a line at a time) to 700 bytes, each piece ends two
+    intervals early and carries its section's header, the CPU rows and the latest stamps:
+    the same rows, notes and refused lines as one read of the whole export."""
+    assert_pieces_agree(sadf, data, (1, 120, 700), kw, name)
+    assert_pieces_agree(sadf, data, (1, 300), {**kw, "tz": ZoneInfo("Europe/Berlin")}, name)
+
+
+def test_csv_dst_fall_back_repeat_across_pieces() -> None:
+    """Local stamps (sadf -T) through the Berlin fall-back hour, 02:00-02:50 twice: read in
+    pieces of 200 bytes, the second pass is still known as such (the latest stamp of the
+    section is carried) - times strictly increasing, 10 minutes apart, as read whole."""
+    lines = [("# hostname;interval;timestamp;DEV;tps;rkB/s;wkB/s;dkB/s;areq-sz;aqu-sz;"
+              "await;%util")]
+    local = [f"2026-10-25 01:{m:02d}:00" for m in (40, 50)]
+    local += [f"2026-10-25 02:{m:02d}:00" for m in range(0, 60, 10)] * 2
+    local += [f"2026-10-25 03:{m:02d}:00" for m in (0, 10)]
+    for stamp in local:
+        for dev in ("sda", "sdb"):
+            lines.append(f"h;600;{stamp};{dev};1.00;2.00;3.00;0.00;4.00;0.01;1.00;2.00")
+    data = ("\n".join(lines) + "\n").encode()
+    whole, _ = parse_bytes(data, tz=ZoneInfo("Europe/Berlin"))
+    src = Source(path="mem", tz=ZoneInfo("Europe/Berlin"))
+    frames = list(sadf.iter_parse(io.BytesIO(data), src, chunk_bytes=200))
+    assert len(frames) > 5
+    pieces = SampleFrame.concat(frames)
+    assert pieces.df.equals(whole.df)
+    ts = pieces.df.filter(pl.col("device") == "sda")["ts"]
+    assert ts.len() == len(local)
+    assert set(ts.diff().drop_nulls().dt.total_seconds().to_list()) == {600}
