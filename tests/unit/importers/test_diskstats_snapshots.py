@@ -417,8 +417,7 @@ _VARIANTS = reading_variants(FIX, {})
 @pytest.mark.parametrize(("name", "data", "kw"), _VARIANTS, ids=[v[0] for v in _VARIANTS])
 def test_pieces_give_what_the_whole_file_gives(name: str, data: bytes,
                                                 kw: dict[str, object]) -> None:
-    """Read in pieces of 1 byte (a line at a time) to 700 bytes, every snapshot is derived
+    """Read in pieces of 1 byte (a line at a time) and 250 bytes, every snapshot is derived
     against each device's last line before it, wherever the pieces were cut: the same rows,
     notes and refused lines as one read of the whole file."""
-    assert_pieces_agree(ds, data, (1, 40, 250, 700), {**kw, "start": datetime(2026, 1, 1)},
-                        name)
+    assert_pieces_agree(ds, data, (1, 250), {**kw, "start": datetime(2026, 1, 1)}, name)
