@@ -40,7 +40,7 @@ A capture is read a piece of :data:`CHUNK_BYTES` at a time (:func:`iter_parse`),
 a snapshot ends; each device's last line is carried to the next piece, so every line is
 derived against the same line as in one read of the whole file, and memory does not grow
 with the capture: 100 MB captures (7 devices, a second apart) import to Parquet at
-0.23-0.25 GB peak, where one read of the whole took 1.38-1.69 GB. A last line without its
+0.24-0.25 GB peak, where one read of the whole took 1.42-1.73 GB. A last line without its
 line break is not read (a note says so): cut short, a counter would give a wrong rate or
 pass for a 4-field partition line.
 
@@ -149,7 +149,7 @@ def _bad(source: Source, line_no: int, line: str, path: str) -> None:
 
 #: Bytes read per piece by :func:`iter_parse`. The working set is some 50x a piece (tokens,
 #: 17 counters and their deltas per line, 30 metrics per row): at 100 MB, 2 MiB pieces took
-#: 4.7-4.9 s and 0.24-0.25 GB, 3 MiB 4.3 s and 0.28-0.29 GB, 4 MiB 4.1 s and 0.30 GB.
+#: 4.7-4.9 s and 0.25 GB, 3 MiB 4.3 s and 0.29-0.30 GB, 4 MiB 4.1 s and 0.31 GB.
 CHUNK_BYTES = 2 << 20
 
 

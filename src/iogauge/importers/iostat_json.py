@@ -29,8 +29,8 @@ leaves in a file — is read a piece of :data:`CHUNK_BYTES` at a time, vectorise
 is classified by its exact text (``"\\t\\t\\t\\t{"`` opens a statistics entry), the disk
 and CPU objects of a piece are decoded by polars in one call, and a piece's last entry is
 held back and read again with the next piece, so entries are read whole and memory does not
-grow with the file: 100 MB import to Parquet at 0.22 GB peak in 2.1 s, where the JSON
-parser took 1.17 GB and 4.3 s (``benchmarks/import_memory.py``). The order of the lines is
+grow with the file: 100 MB import to Parquet at 0.23 GB peak in 2.1 s, where the JSON
+parser took 1.20 GB and 4.3 s (``benchmarks/import_memory.py``). The order of the lines is
 checked against the layout (what may follow what, and a ',' exactly before a sibling), so
 a lost, doubled or damaged line is an error naming its line. The date order (day/month)
 is decided on the first piece whose dates decide it, the nominal interval on the first

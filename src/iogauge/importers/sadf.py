@@ -19,7 +19,7 @@ A ``sadf -d`` export is read a piece of :data:`CSV_CHUNK_BYTES` at a time
 again with the next one (a cut last interval is judged against the one before it), which
 also gets the header of the section it starts inside and every CPU row read so far (sadf
 prints a stretch's CPU section before its DEV section). 100 MB import to Parquet at
-0.18-0.26 GB peak, where one read of the whole took 0.95-1.13 GB, with the same rows, in
+0.18-0.27 GB peak, where one read of the whole took 0.97-1.16 GB, with the same rows, in
 3.6-3.9 s against 2.7-3.3 s. Local stamps (``-T``) keep the latest stamp of each section
 across pieces, for the DST fall-back hour.
 
@@ -206,7 +206,7 @@ BATCH_ROWS = 20_000
 
 
 #: Bytes read per piece of a sadf -d export (:func:`iter_parse`). 100 MB of one long stretch
-#: (its CPU section, then its DEV section) peaked at 0.26 GB with 2 MiB pieces and
+#: (its CPU section, then its DEV section) peaked at 0.27 GB with 2 MiB pieces and
 #: 20,000-row batches, 0.30 GB with 4 MiB and 200,000.
 CSV_CHUNK_BYTES = 2 << 20
 
