@@ -226,9 +226,8 @@ def iter_parse(stream: BinaryIO, source: Source, *, chunk_bytes: int = CHUNK_BYT
         if carry.ts_first is None and text.height:
             carry.ts_first = bool(_TS_LINE.match(str(text["line"][0])))
         if not last:
-            ts_at = text.filter(pl.col("line").str.contains(_TS_BARE_RE)
-                                | pl.col("line").str.contains(_TS_TAGGED_RE))["line_no"]
             need = 2 if carry.ts_first else 1
+            ts_at = _last_ts_lines(text, need)
             if carry.ts_first is None or ts_at.len() < need:
                 carry.lines = lines  # no snapshot ends in this piece: read on
                 continue
@@ -248,6 +247,17 @@ def iter_parse(stream: BinaryIO, source: Source, *, chunk_bytes: int = CHUNK_BYT
     elif not carry.snaps:
         raise InputFormatError(source.path, None, "no diskstats line under a timestamp")
     _notes(carry, source)
+
+
+def _last_ts_lines(text: pl.DataFrame, need: int) -> pl.Series:
+    """Line numbers of the timestamp lines among the last of ``text`` (at least ``need`` of
+    them if the piece has so many): looked for in its tail first, so that the lines
+    :func:`_piece` classifies anyway are not all matched twice."""
+    ts = pl.col("line").str.contains(_TS_BARE_RE) | pl.col("line").str.contains(_TS_TAGGED_RE)
+    found = text.tail(4096).filter(ts)["line_no"]
+    if found.len() >= need or text.height <= 4096:
+        return found
+    return text.filter(ts)["line_no"]
 
 
 def parse(data: bytes, source: Source) -> SampleFrame:

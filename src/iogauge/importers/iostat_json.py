@@ -367,20 +367,18 @@ class _Reader:
         region_of = df.select("line_no", "region", "host")
         for line_no, reason in sorted(problems):
             src.bad_line(line_no, reason)  # (raises at the first unless --lenient)
+        refused = pl.Series([p[0] for p in problems], dtype=pl.Int64())
 
         # --- entries: kept whole or dropped whole -------------------------------------------
         per = df.filter(pl.col("region") >= 0).group_by("region").agg(
             lines=pl.len(), closed=(k == "E").any())
-        bad_regions = region_of.filter(
-            pl.col("line_no").is_in(pl.Series([p[0] for p in problems], dtype=pl.Int64())
-                                    .implode()))["region"]
+        refused_rows = region_of.filter(pl.col("line_no").is_in(refused.implode()))
+        bad_regions = refused_rows["region"]
         dropped = per.filter((pl.col("region") != exempt_region)
                              & (pl.col("region").is_in(bad_regions.implode())
                                 | ~pl.col("closed")))
         if dropped.height:
-            n_bad = region_of.filter(pl.col("line_no").is_in(
-                pl.Series([p[0] for p in problems], dtype=pl.Int64()).implode())).group_by(
-                "region").agg(bad=pl.len())
+            n_bad = refused_rows.group_by("region").agg(bad=pl.len())
             for region, n_lines, bad_n in dropped.join(n_bad, on="region", how="left").select(
                     "region", "lines", pl.col("bad").fill_null(0)).sort("region").iter_rows():
                 rest = int(n_lines) - int(bad_n)
@@ -399,8 +397,7 @@ class _Reader:
                 self.lists += 1
         keys = side.filter(pl.col("key").is_not_null()).join(
             region_of, on="line_no").filter(~pl.col("line_no").is_in(
-                pl.Series([p[0] for p in problems] + [exempt_line], dtype=pl.Int64())
-                .implode()))
+                refused.append(pl.Series([exempt_line], dtype=pl.Int64())).implode()))
         for line_no, host_no, key, value in keys.select(
                 "line_no", "host", "key", "value").iter_rows():
             try:

@@ -5,6 +5,7 @@ and equality with the live collector fed the same counters (fixed scenarios and 
 
 from __future__ import annotations
 
+import io
 import math
 import os
 from datetime import UTC, datetime
@@ -403,7 +404,7 @@ def test_a_long_capture_read_in_pieces_equals_one_read() -> None:
         out.append(f"TS {1700000000 + i}.{head.split('.')[1]}\n{rest}")
     data = "".join(out).encode()
     src = Source(path="cap.txt")
-    frames = list(ds.iter_parse(__import__("io").BytesIO(data), src, chunk_bytes=3000))
+    frames = list(ds.iter_parse(io.BytesIO(data), src, chunk_bytes=3000))
     whole, whole_src = parse(data)
     assert len(frames) > 50
     assert SampleFrame.concat(frames).df.equals(whole)

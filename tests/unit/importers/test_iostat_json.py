@@ -8,6 +8,7 @@ and a document in sysstat 11.0-11.4 keys built from the sysstat 10 sample's valu
 from __future__ import annotations
 
 import datetime as dt
+import io
 import json
 from pathlib import Path
 from typing import Any
@@ -313,7 +314,7 @@ def test_a_long_run_is_read_in_pieces_with_its_intervals() -> None:
     doc["sysstat"]["hosts"][0]["statistics"] = long
     data = _iostat_layout(doc)
     src = Source(path="long.json")
-    frames = list(iostat_json.iter_parse(__import__("io").BytesIO(data), src, chunk_bytes=2000))
+    frames = list(iostat_json.iter_parse(io.BytesIO(data), src, chunk_bytes=2000))
     assert len(frames) > 50
     df = SampleFrame.concat(frames).df
     whole, _ = load(data)
