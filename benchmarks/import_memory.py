@@ -1,7 +1,7 @@
 """Peak memory of ``iogauge import --parquet`` for the formats read a piece at a time besides
 Linux ``iostat`` text (which ``import_speed.py`` measures): Solaris ``iostat -x``, AIX
 ``iostat -DT`` and ``-DlT``, Linux ``sar -A`` text, AIX ``sar`` text, ``iostat -o JSON``,
-``/proc/diskstats`` snapshots, ``sadf -d``.
+``/proc/diskstats`` snapshots, ``sadf -d`` and ``sadf -j``.
 
 Target (the importers issue): memory stays below 3x the input size. Each input (about
 ``--size-mb``) is built from a fixture in ``tests/fixtures`` (see its NOTICE), repeated:
@@ -19,7 +19,9 @@ Target (the importers issue): memory stays below 3x the input size. Each input (
 * ``diskstats snapshots``: ``TS <epoch>`` + ``/proc/diskstats`` a second apart, the pt
   capture's first snapshot with its counters growing by their first increments;
 * ``sadf -d``: one long stretch of ``sadf -d -- -d -u``, its CPU section then its DEV
-  section, the 12.6.1 export's first interval one second apart.
+  section, the 12.6.1 export's first interval one second apart;
+* ``sadf -j``: the 12.6.1 ``sadf -j -- -d -u ALL`` export's statistics entries over and
+  over, one second apart, in sadf's own layout.
 
 Each import runs in its own process, measured with ``os.wait4`` (wall clock, ``ru_maxrss``);
 the figure is peak RSS / input bytes, the baseline the input itself (1x), in the same run.
@@ -94,27 +96,36 @@ def _unix_sar_days(size: int) -> bytes:
     return "".join(out).encode()
 
 
-def _iostat_json(size: int) -> bytes:
-    """The live ``iostat -o JSON -x -t`` capture's three reports over and over, one second
-    apart, in iostat's own layout (tabs, one disk object a line)."""
-    text = (FIX / "iostat-json" / "live-sysstat12.6-x-t.json").read_text()
+def _entries_over_and_over(text: str, end: int, size: int,
+                           restamp: Callable[[str, int], str]) -> bytes:
+    """A sysstat JSON document in its writer's layout (a tab per level, a statistics
+    entry's brackets at four tabs), its statistics entries (from ``"statistics": [`` to
+    ``end``) repeated until about ``size`` bytes; ``restamp(entry, k)`` stamps copy ``k``."""
     at = text.index('"statistics": [\n') + len('"statistics": [\n')
-    end = text.rindex("\t\t\t]\n")
-    entries = [e.rstrip(",\n") + "\n" for e in
-               re.split(r"(?<=\n)(?=\t{4}\{\n)", text[at:end]) if e.strip()]
-    stamp = re.compile(r'"timestamp": "[^"]*"')
-    t0 = datetime(2026, 11, 22, 11, 14, 35)
+    entries = [e.removesuffix(",\n").removesuffix("\n").removesuffix("\t\t\t\t}")
+               for e in re.split(r"(?<=\n)(?=\t{4}\{\n)", text[at:end]) if e.strip()]
     out: list[str] = [text[:at]]
     total = at
     k = 0
     while total < size:
-        when = (t0 + timedelta(seconds=k)).strftime("%m/%d/%y %H:%M:%S")
-        entry = stamp.sub(f'"timestamp": "{when}"', entries[k % len(entries)])
-        out.append(("\t\t\t\t},\n" if k else "") + entry.removesuffix("\t\t\t\t}\n"))
-        total += len(entry) + 1
+        entry = restamp(entries[k % len(entries)], k)
+        out.append(("\t\t\t\t},\n" if k else "") + entry)
+        total += len(entry) + 7
         k += 1
     out.append("\t\t\t\t}\n" + text[end:])
     return "".join(out).encode()
+
+
+def _iostat_json(size: int) -> bytes:
+    """The live ``iostat -o JSON -x -t`` capture's three reports over and over, one second
+    apart, in iostat's own layout (tabs, one disk object a line)."""
+    text = (FIX / "iostat-json" / "live-sysstat12.6-x-t.json").read_text()
+    stamp = re.compile(r'"timestamp": "[^"]*"')
+    t0 = datetime(2026, 11, 22, 11, 14, 35)
+    return _entries_over_and_over(
+        text, text.rindex("\t\t\t]\n"), size,
+        lambda e, k: stamp.sub((t0 + timedelta(seconds=k)).strftime(
+            '"timestamp": "%m/%d/%y %H:%M:%S"'), e))
 
 
 def _diskstats(size: int) -> bytes:
@@ -167,6 +178,19 @@ def _sadf_d(size: int) -> bytes:
     return ("\n".join(out) + "\n").encode()
 
 
+def _sadf_j(size: int) -> bytes:
+    """``sadf -j -- -d -u ALL`` of one long stretch, in sadf's own layout: the 12.6.1
+    export's statistics entries over and over, one second apart (its restarts list kept at
+    the end)."""
+    text = (FIX / "sadf" / "sysstat12.6.1-sadf-j-uALL.json").read_text()
+    stamp = re.compile(r'"date": "[^"]*", "time": "[^"]*"')
+    t0 = datetime(2026, 11, 22, 11, 3, 31)
+    return _entries_over_and_over(
+        text, text.index("\n\t\t\t],\n") + 1, size,  # (the statistics list's end)
+        lambda e, k: stamp.sub((t0 + timedelta(seconds=k)).strftime(
+            '"date": "%Y-%m-%d", "time": "%H:%M:%S"'), e, count=1))
+
+
 #: format label -> (builder, extra import options)
 INPUTS: dict[str, tuple[Callable[[int], bytes], list[str]]] = {
     "solaris-iostat -x": (_solaris, ["--start", "2008-02-21T10:00", "--interval", "5"]),
@@ -177,6 +201,7 @@ INPUTS: dict[str, tuple[Callable[[int], bytes], list[str]]] = {
     "iostat -o JSON": (_iostat_json, []),
     "diskstats snapshots": (_diskstats, []),
     "sadf -d": (_sadf_d, []),
+    "sadf -j": (_sadf_j, []),
 }
 
 

@@ -244,12 +244,18 @@ def test_sar_a_of_every_activity(capture: Capture, tmp_path: Path) -> None:
         run([sadc, "-S", "XALL", "1", "3", sa])
     text_a = tmp_path / "sar-A.txt"
     run(["sar", "-A", "-f", sa], out=text_a)
+    json_a = tmp_path / "sadf-j-A.json"  # every activity, in sadf's own layout
+    run(["sadf", "-j", sa, "--", "-A"], out=json_a)
     everything = import_file(text_a).frame
     disks = import_file(sa).frame
     cols = ["device", "ts", "interval_s", *SAR_TO_FRAME.values(), "cpu_user_pct",
             "cpu_iowait_pct", "cpu_idle_pct"]
     assert len(everything) == len(disks) > 0
     assert everything.df.select(cols).sort("ts", "device").equals(
+        disks.df.select(cols).sort("ts", "device"))
+    from_json = import_file(json_a)
+    assert from_json.format == "sadf" and not from_json.skipped
+    assert from_json.frame.df.select(cols).sort("ts", "device").equals(
         disks.df.select(cols).sort("ts", "device"))
 
 
@@ -339,6 +345,7 @@ def rebuild_fixtures(root: Path = FIXTURES) -> dict[str, str]:
         xall = Path(tmp) / "xall.sa"
         run([sadc, "-S", "XALL", "1", "3", xall])
         run(["sar", "-A", "-f", xall], out=sar_dir / f"{v}-sar-A.txt")
+        run(["sadf", "-j", xall, "--", "-A"], out=sadf_dir / f"{v}-sadf-j-A.json")
         run(["sar", "-u", "-d", "1", "3"], out=sar_dir / f"{v}-sar-u-d-live.txt")
     return zones
 

@@ -15,7 +15,7 @@ import lzma
 import os
 from collections.abc import Iterator
 from pathlib import Path
-from typing import BinaryIO, cast
+from typing import IO, BinaryIO, cast
 
 from iogauge.errors import InputFormatError
 
@@ -170,7 +170,7 @@ class _HeadThen:
     """A stream whose first bytes were read already (to tell a layout or format): they are
     read first, then the rest of the stream."""
 
-    def __init__(self, head: bytes, rest: BinaryIO) -> None:
+    def __init__(self, head: bytes, rest: IO[bytes]) -> None:
         self.head = head
         self.rest = rest
 
@@ -184,7 +184,7 @@ class _HeadThen:
         return out + (self.rest.read(n - len(out)) if len(out) < n else b"")
 
 
-def head_then(head: bytes, rest: BinaryIO) -> BinaryIO:
+def head_then(head: bytes, rest: IO[bytes]) -> BinaryIO:
     """``head`` (bytes already read from ``rest``) followed by the rest of ``rest``, as a
     stream to read (only ``read`` is offered)."""
     return cast(BinaryIO, _HeadThen(head, rest))

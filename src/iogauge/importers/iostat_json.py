@@ -67,7 +67,7 @@ from iogauge.importers import timestamps as tsx
 from iogauge.importers.base import Source
 from iogauge.importers.io import decode, head_then
 from iogauge.importers.iostat_text import COLUMNS, UNKNOWN_INTERVAL_S, ColumnSpec
-from iogauge.importers.json_objects import decode_objects
+from iogauge.importers.json_objects import decode_objects, drop_bad_entries
 from iogauge.importers.unix_sar import LineCarry, report_frames
 from iogauge.model.sampleframe import SampleFrame
 
@@ -370,23 +370,8 @@ class _Reader:
         refused = pl.Series([p[0] for p in problems], dtype=pl.Int64())
 
         # --- entries: kept whole or dropped whole -------------------------------------------
-        per = df.filter(pl.col("region") >= 0).group_by("region").agg(
-            lines=pl.len(), closed=(k == "E").any())
-        refused_rows = region_of.filter(pl.col("line_no").is_in(refused.implode()))
-        bad_regions = refused_rows["region"]
-        dropped = per.filter((pl.col("region") != exempt_region)
-                             & (pl.col("region").is_in(bad_regions.implode())
-                                | ~pl.col("closed")))
-        if dropped.height:
-            n_bad = refused_rows.group_by("region").agg(bad=pl.len())
-            for region, n_lines, bad_n in dropped.join(n_bad, on="region", how="left").select(
-                    "region", "lines", pl.col("bad").fill_null(0)).sort("region").iter_rows():
-                rest = int(n_lines) - int(bad_n)
-                if rest > 0:
-                    first = int(region_of.filter(pl.col("region") == region)["line_no"][0])
-                    src.skip(first, "the rest of a statistics entry with an unreadable line "
-                             "(dropped whole)", count=rest)
-        gone = pl.concat([dropped["region"], pl.Series([exempt_region], dtype=pl.Int64())])
+        gone = drop_bad_entries(df.select("line_no", "region", closes_entry=k == "E"),
+                                [p[0] for p in problems], exempt_region, src)
 
         # --- hosts: their keys, then their entries' numbers ---------------------------------
         for line_no, kd, host_no in df.filter(k.is_in(["H", "S"])).select(

@@ -13,6 +13,8 @@ from typing import Any
 
 import polars as pl
 
+from iogauge.importers.base import Source
+
 #: Rows decoded per call of polars' decoder. Its working memory grows faster than its input:
 #: 39,459 iostat disk objects (15 MB) took 0.18 s and 189 MB more RSS in one call, 0.08 s
 #: and 7 MB in calls of 1,000 (0.08 s and 13 MB at 2,000; 0.10 s and 8 MB at 250).
@@ -62,3 +64,33 @@ def object_problem(text: str, schema: Mapping[str, Any]) -> str | None:
         if want == pl.String() and not isinstance(value, str):
             return f"{key!r} is {value!r}, not a string"
     return None
+
+
+def drop_bad_entries(lines: pl.DataFrame, refused: list[int], exempt_region: int,
+                     source: Source) -> pl.Series:
+    """The statistics entries to drop whole (``--lenient``; strict imports raised at the
+    first refused line before): those with a refused line or without their closing line,
+    plus ``exempt_region`` (an entry the document was cut inside). The lines of a dropped
+    entry that were not refused themselves are counted as skipped at its first line
+    (``refused``: one line number per :meth:`Source.bad_line` call).
+
+    ``lines``: ``line_no``, ``region`` (the entry a line belongs to, -1 for none) and
+    ``closes_entry`` (the entry's closing bracket)."""
+    exempt = pl.Series([exempt_region], dtype=pl.Int64())
+    inside = lines.filter(pl.col("region") >= 0)
+    if not refused and inside["region"].n_unique() == int(inside["closes_entry"].sum()):
+        return exempt  # (every entry closed, none refused: the common case, cheaply)
+    per = inside.group_by("region").agg(
+        lines=pl.len(), first=pl.col("line_no").min(), closed=pl.col("closes_entry").any())
+    # (a line refused twice was counted twice: once per bad_line)
+    bad = pl.DataFrame({"line_no": refused}, schema={"line_no": pl.Int64()}).join(
+        lines.select(pl.col("line_no").cast(pl.Int64()), "region"), on="line_no"
+    ).group_by("region").agg(bad=pl.len())
+    dropped = per.filter(pl.col("region") != exempt_region).join(
+        bad, on="region", how="left").filter(pl.col("bad").is_not_null() | ~pl.col("closed"))
+    for first, n_lines, n_bad in dropped.sort("region").select(
+            "first", "lines", pl.col("bad").fill_null(0)).iter_rows():
+        if n_lines > n_bad:
+            source.skip(int(first), "the rest of a statistics entry with an unreadable line "
+                        "(dropped whole)", count=int(n_lines - n_bad))
+    return pl.concat([dropped["region"].cast(pl.Int64()), exempt])

@@ -3,7 +3,7 @@ writes), read by running this machine's ``sadf -j FILE -- -d -u``.
 
 The binary layout changes between sysstat versions (sa.h: "strict writing, read any" only
 within one FORMAT_MAGIC), so instead of decoding it here we let the installed ``sadf`` do
-what it does for ``sar -f``, and import its JSON with :mod:`iogauge.importers.sadf`. Every
+what it does for ``sar -f``, and import its JSON with :mod:`iogauge.importers.sadf_json`. Every
 sa file starts with ``struct file_magic`` (sa.h): ``unsigned short sysstat_magic = 0xd596``
 then ``format_magic`` (0x2175 for sysstat 11.7.1+; 0x2171, 0x2173 older), in the byte order
 of the machine that wrote it (sadf reads both orders).
@@ -21,17 +21,24 @@ a note says so.
 
 from __future__ import annotations
 
+import contextlib
+import io
 import os
 import re
 import shutil
+import signal
 import socket
 import subprocess
 import tempfile
+import threading
+from collections.abc import Iterator
 from pathlib import Path
+from typing import BinaryIO
 
-from iogauge.errors import IogaugeError
+from iogauge.errors import InputFormatError, IogaugeError
+from iogauge.importers import sadf_json
 from iogauge.importers.base import Source
-from iogauge.importers.sadf import parse_json
+from iogauge.importers.io import head_then
 from iogauge.model.sampleframe import SampleFrame
 
 NAME = "sa"
@@ -72,6 +79,16 @@ def find_sadf() -> str | None:
 
 def parse(data: bytes, source: Source) -> SampleFrame:
     """Run ``sadf -j`` on the (decompressed) file and import its JSON."""
+    return SampleFrame.concat(list(iter_parse(io.BytesIO(data), source)))
+
+
+def iter_parse(stream: BinaryIO, source: Source, *,
+               chunk_bytes: int = sadf_json.CHUNK_BYTES) -> Iterator[SampleFrame]:
+    """The rows of :func:`parse` as sadf prints them: the file is copied to a temporary
+    file (sadf needs one it can seek in; the input may be a decompressed stream) and
+    sadf's JSON is read from its pipe a piece of about ``chunk_bytes`` at a time
+    (:func:`iogauge.importers.sadf_json.iter_parse`), so neither the file nor sadf's output
+    is held whole. sadf's error, when it fails, is the error (with its version)."""
     sadf = find_sadf()
     if sadf is None:
         raise IogaugeError(
@@ -80,33 +97,80 @@ def parse(data: bytes, source: Source) -> SampleFrame:
             "with IOGAUGE_SADF). Install sysstat, or on a host that has it run "
             f"'sadf -j {Path(source.path).name} -- -d -u > {Path(source.path).name}.json' "
             "and import the JSON")
-    # sadf needs a seekable file; the input may have been decompressed in memory.
     with tempfile.TemporaryDirectory(prefix="iogauge-sa-") as tmp:
         copy = Path(tmp) / "sa.data"
-        copy.write_bytes(data)
-        try:
-            proc = subprocess.run(
-                [sadf, "-j", str(copy), "--", *SADF_SAR_OPTIONS], capture_output=True,
-                check=False, timeout=_SADF_TIMEOUT_S,
-                env={**os.environ, "LC_ALL": "C", "TZ": "UTC"})
-        except OSError as exc:
-            raise IogaugeError(f"{source.path}: cannot run {sadf}: {exc}") from exc
-        except subprocess.TimeoutExpired as exc:
-            raise IogaugeError(f"{source.path}: {sadf} did not finish within "
-                               f"{_SADF_TIMEOUT_S} s") from exc
-    stderr = _quote(proc.stderr, str(copy), Path(source.path).name)
-    if proc.returncode != 0 or not proc.stdout.strip():
+        with copy.open("wb") as fh:
+            shutil.copyfileobj(stream, fh, 1 << 20)
+        with (Path(tmp) / "stderr").open("w+b") as err:
+            yield from _run_sadf(sadf, copy, err, source, chunk_bytes)
+
+
+def _run_sadf(sadf: str, copy: Path, err: BinaryIO, source: Source, chunk_bytes: int
+              ) -> Iterator[SampleFrame]:
+    """Run sadf on ``copy`` (its messages into ``err``) and read its JSON as it comes."""
+    try:
+        proc = subprocess.Popen(
+            [sadf, "-j", str(copy), "--", *SADF_SAR_OPTIONS], stdout=subprocess.PIPE,
+            stderr=err, env={**os.environ, "LC_ALL": "C", "TZ": "UTC"},
+            start_new_session=True)  # (a group of its own: killed with what it started)
+    except OSError as exc:
+        raise IogaugeError(f"{source.path}: cannot run {sadf}: {exc}") from exc
+    timed_out = threading.Event()
+
+    def expire() -> None:
+        timed_out.set()
+        _kill(proc)
+
+    timer = threading.Timer(_SADF_TIMEOUT_S, expire)
+    timer.start()
+    failed: InputFormatError | None = None
+    head = b""
+    try:
+        out = proc.stdout
+        if out is None:  # (never: stdout is a pipe)
+            raise IogaugeError(f"{source.path}: {sadf} gave no output pipe")
+        head = out.read(4096)
+        if head.strip():
+            try:
+                yield from sadf_json.iter_parse(head_then(head, out), source, sa_file=True,
+                                                chunk_bytes=chunk_bytes)
+            except InputFormatError as exc:
+                failed = exc  # (sadf's own error, if it failed, says more: see below)
+        while out.read(1 << 20):
+            pass  # (sadf may still be writing: let it finish, keeping nothing)
+        proc.wait()
+    finally:
+        timer.cancel()
+        if proc.poll() is None:  # (the reader was closed early, or raised)
+            _kill(proc)
+            proc.wait()
+        if proc.stdout is not None:
+            proc.stdout.close()
+    if timed_out.is_set():
+        raise IogaugeError(f"{source.path}: {sadf} did not finish within "
+                           f"{_SADF_TIMEOUT_S} s")
+    err.seek(0)
+    stderr = _quote(err.read(), str(copy), Path(source.path).name)
+    if proc.returncode != 0 or not head.strip():
         version = _sadf_version(sadf)
         said = stderr or f"exit status {proc.returncode} and no output"
         raise IogaugeError(f"{source.path}: {sadf} ({version}) cannot read this sa file: "
-                           f"{said}")
+                           f"{said}") from failed
+    if failed is not None:
+        raise failed
     if "End of system activity file unexpected" in stderr:
         source.note("the sa file is cut off (sadf: End of system activity file unexpected): "
                     "its whole records were read, the partial last one was not")
     elif stderr:
         source.note(f"sadf reported: {stderr}")
-    _note_foreign_host(proc.stdout, source)
-    return parse_json(proc.stdout, source, sa_file=True)
+    _note_foreign_host(head, source)
+
+
+def _kill(proc: subprocess.Popen[bytes]) -> None:
+    """Kill sadf and whatever it started (a wrapper script's children would keep its pipe
+    open)."""
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(proc.pid, signal.SIGKILL)
 
 
 def _quote(raw: bytes, tmp_path: str, name: str) -> str:
@@ -128,9 +192,11 @@ def _sadf_version(sadf: str) -> str:
     return "version unknown"
 
 
-def _note_foreign_host(sadf_json: bytes, source: Source) -> None:
+def _note_foreign_host(head: bytes, source: Source) -> None:
+    """A note when the file's host (``nodename`` in the head of sadf's JSON) is not this
+    machine."""
     hosts = {m.decode("utf-8", errors="replace")
-             for m in re.findall(rb'"nodename":\s*"([^"]*)"', sadf_json)}
+             for m in re.findall(rb'"nodename":\s*"([^"]*)"', head)}
     here = socket.gethostname()
     if hosts and hosts != {here}:
         source.note(f"the file was written on {', '.join(sorted(hosts))}, not here ({here}): "

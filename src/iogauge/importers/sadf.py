@@ -23,57 +23,38 @@ prints a stretch's CPU section before its DEV section). 100 MB import to Parquet
 3.6-3.9 s against 2.7-3.3 s. Local stamps (``-T``) keep the latest stamp of each section
 across pieces, for the DST fall-back hour.
 
-``sadf -j FILE -- -d -u`` (sysstat 10 to 12; json_stats.c)::
-
-    {"sysstat": {"hosts": [{"nodename": "vm", ..., "statistics": [
-        {"timestamp": {"date": "2026-11-22", "time": "10:49:25", "utc": 1, "interval": 1},
-         "cpu-load": [{"cpu": "all", "user": 0.50, ...}],
-         "disk": [{"disk-device": "vda", "tps": 12.00, "rd_sec": 0.00, "rkB": 0.00, ...}]}],
-      "restarts": [...]}]}}
-
-The object-valued ``timestamp`` is what tells it from ``iostat -o JSON`` (a string there).
-Disk keys: ``tps``; ``rkB``/``wkB``/``dkB`` (11.5+) else ``rd_sec``/``wr_sec``/``dc_sec`` ÷ 2;
-``areq-sz`` (kB) else ``avgrq-sz`` (sectors) ÷ 2; ``aqu-sz`` else ``avgqu-sz``; ``await``;
-``svctm`` (< 12.1.2); ``util-percent``. ``cpu-load`` (user, nice, system, iowait, steal,
-idle) or ``cpu-load-all`` (usr, nice, sys + irq + soft, iowait, steal, idle).
-
-sadf writes one JSON object per line; that layout is read line by line with vectorised
-decoding (and a cut-off file keeps its whole intervals). Any other layout of the same
-document (re-indented by jq, ...) is read with a JSON parser.
+``sadf -j`` documents are read by :mod:`iogauge.importers.sadf_json` (the same format
+name: one sniff for both exports).
 """
 
 from __future__ import annotations
 
 import io
-import json
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any, BinaryIO
+from typing import BinaryIO
 
 import polars as pl
 
 from iogauge.errors import InputFormatError
+from iogauge.importers import sadf_common, sadf_json
 from iogauge.importers.base import Source
 from iogauge.importers.io import head_then
-from iogauge.importers.json_objects import decode_objects
+from iogauge.importers.sadf_common import fallback_host, finish, utc_us
 from iogauge.importers.sar_text import (
     CPU_COLUMNS,
     CPU_SYSTEM_PARTS,
     DEV_COLUMNS,
     decimal_comma,
-    device_identity,
-    file_stem,
-    local_to_utc_us,
     read_lines,
     report,
     to_float,
-    zone_note,
 )
 from iogauge.importers.unix_sar import LineCarry, line_frames
 from iogauge.model.sampleframe import SampleFrame
 
-NAME = "sadf"
+NAME = sadf_common.NAME
 DESCRIPTION = "sysstat sadf -d (CSV) and sadf -j (JSON) exports of sa files"
 EXPECTS = ("a '# hostname;interval;timestamp;...' header line (sadf -d), or a JSON document "
            "{\"sysstat\": {\"hosts\": [...]}} with 'file-date' and object timestamps (sadf -j)")
@@ -82,32 +63,6 @@ _CSV_HEADER_RE = re.compile(r"^#\s*hostname;interval;timestamp;")
 #: A restart or comment record of sadf -d: 'host;-1;<timestamp>;LINUX-RESTART ...'.
 _CSV_SPECIAL_RE = re.compile(r"^[^;]*;-1;[^;]+;(?:LINUX-RESTART|COM )")
 _JSON_SADF_RE = re.compile(r'"file-date"\s*:|"timestamp"\s*:\s*\{')
-
-#: sadf -j disk key -> (SampleFrame column, factor); the first key present wins.
-_JSON_DISK: dict[str, tuple[tuple[str, float], ...]] = {
-    "iops": (("tps", 1.0),),
-    "r_kBps": (("rkB", 1.0), ("rd_sec", 0.5)),
-    "w_kBps": (("wkB", 1.0), ("wr_sec", 0.5)),
-    "d_kBps": (("dkB", 1.0), ("dc_sec", 0.5)),
-    "areq_kB": (("areq-sz", 1.0), ("avgrq-sz", 0.5)),
-    "aqu_sz": (("aqu-sz", 1.0), ("avgqu-sz", 1.0)),
-    "await_ms": (("await", 1.0),),
-    "svctm_ms": (("svctm", 1.0),),
-    "util_pct": (("util-percent", 1.0),),
-}
-_JSON_DISK_KEYS = sorted({k for alts in _JSON_DISK.values() for k, _ in alts})
-_DISK_DTYPE = pl.Struct({"disk-device": pl.String(),
-                         **{k: pl.Float64() for k in _JSON_DISK_KEYS}})
-#: cpu-load / cpu-load-all key -> SampleFrame column (sys, irq and soft are summed).
-_JSON_CPU = {"user": "cpu_user_pct", "usr": "cpu_user_pct", "nice": "cpu_nice_pct",
-             "system": "cpu_system_pct", "iowait": "cpu_iowait_pct",
-             "steal": "cpu_steal_pct", "idle": "cpu_idle_pct"}
-_JSON_CPU_PARTS = ("sys", "irq", "soft")
-_CPU_DTYPE = pl.Struct({"cpu": pl.String(),
-                        **{k: pl.Float64() for k in [*_JSON_CPU, *_JSON_CPU_PARTS]}})
-_TS_DTYPE = pl.Struct({"date": pl.String(), "time": pl.String(), "utc": pl.Int64(),
-                       "interval": pl.Int64()})
-
 
 def _first_char(head: str) -> str:
     stripped = head.lstrip("\ufeff \t\r\n")
@@ -131,64 +86,6 @@ def parse(data: bytes, source: Source) -> SampleFrame:
     """Parse a sadf -d or sadf -j export (see the module docstring); sadf -d longer than
     :data:`CSV_CHUNK_BYTES` is read a piece at a time (:func:`iter_parse`)."""
     return SampleFrame.concat(list(iter_parse(io.BytesIO(data), source)))
-
-
-# ---- shared --------------------------------------------------------------------------------
-
-
-def _fallback_host(source: Source) -> str:
-    """Host for rows whose file names none: --host, else the file name's stem."""
-    return source.host or file_stem(source.path)
-
-
-def _utc_us(frame: pl.DataFrame, source: Source,
-            fold_max: dict[int, int] | None = None) -> pl.Series:
-    """UTC epoch microseconds from ``local_s`` (naive epoch seconds) and ``is_utc``.
-
-    Local stamps (sadf -T / -t) use --tz, else UTC with a note. The document's own
-    ``timezone`` is not used: it is the zone of the machine that wrote the sa file, which
-    is what -t prints but not -T (the zone of whoever ran sadf), and the two are not told
-    apart. An interval whose stamp is not later than every stamp of the intervals before it
-    in its section is on the second pass of a DST fall-back hour (the repeated hour's last
-    stamp equals the first pass's last one); ``fold_max`` holds each section's latest
-    stamp in the pieces read before (updated)."""
-    local = frame["local_s"]
-    if bool(frame["is_utc"].all()):
-        return local * 1_000_000
-    zone = source.tz
-    if zone is None:
-        zone_note(source, "sadf timestamps without 'UTC'")
-        return local * 1_000_000
-    seen = fold_max if fold_max is not None else {}
-    carried = pl.col("blk").replace_strict(seen, default=None, return_dtype=pl.Int64())
-    s = pl.col("local_s")
-    # the latest stamp before each interval (a run of rows with one stamp: its devices)
-    starts = (s != s.shift(1).over("blk")).fill_null(True)
-    before_run = (pl.when(starts).then(s.cum_max().shift(1).over("blk"))
-                  .forward_fill().over("blk"))
-    latest = pl.max_horizontal(before_run, carried)
-    fold = frame.select((s <= latest).fill_null(False).alias("f"))["f"]
-    if fold_max is not None:
-        for blk, latest in frame.group_by("blk").agg(pl.col("local_s").max()).iter_rows():
-            if blk is not None and latest is not None:
-                fold_max[int(blk)] = max(int(latest), fold_max.get(int(blk), int(latest)))
-    converted = local_to_utc_us(local, fold, zone)
-    return pl.select(pl.when(frame["is_utc"]).then(local * 1_000_000)
-                     .otherwise(converted).alias("us")).to_series()
-
-
-def _finish(dev: pl.DataFrame, cpu: pl.DataFrame, source: Source, *,
-            name: str = NAME) -> SampleFrame:
-    """Join CPU context and device identity; ``name`` is the ``source`` column (``sa`` when
-    the JSON came from a binary file)."""
-    if cpu.height:
-        dev = dev.join(cpu, on=["host", "utc_us"], how="left")
-    ident = device_identity(dev["device"].unique().to_list())
-    out = dev.join(ident, on="device", how="left").with_columns(
-        source=pl.lit(name),
-        ts=pl.from_epoch(pl.col("utc_us"), time_unit="us").dt.replace_time_zone("UTC"),
-    ).sort("order").drop("utc_us", "order")
-    return SampleFrame(out)
 
 
 # ---- sadf -d -------------------------------------------------------------------------------
@@ -238,15 +135,11 @@ def iter_parse(stream: BinaryIO, source: Source, *, chunk_bytes: int = CSV_CHUNK
                ) -> Iterator[SampleFrame]:
     """The rows of :func:`parse`: a sadf -d export a piece of about ``chunk_bytes`` at a
     time, cut where an interval starts (the last two intervals are read again with the
-    next piece); a sadf -j document whole."""
+    next piece); a sadf -j document by :func:`iogauge.importers.sadf_json.iter_parse` (in
+    pieces of its own :data:`~iogauge.importers.sadf_json.CHUNK_BYTES`)."""
     head = stream.read(4096)
     if _first_char(head.decode("utf-8", errors="replace")) == "{":
-        if stream.seekable():  # (one read of the whole: no second copy joined to the head)
-            stream.seek(0)
-            data = stream.read()
-        else:
-            data = head + stream.read()
-        yield parse_json(data, source)
+        yield from sadf_json.iter_parse(head_then(head, stream), source)
         return
     carry = _CsvCarry()
     pieces = line_frames(head_then(head, stream), chunk_bytes, carry,
@@ -393,7 +286,7 @@ def _csv_piece(lines: pl.DataFrame, source: Source, carry: _CsvCarry, *, whole: 
     both = pl.concat([dev.select("blk", "order", "local_s", "is_utc"),
                       cpu.select("blk", "order", "local_s", "is_utc") if cpu.height
                       else empty.drop("interval_s")]).sort("order")
-    both = both.with_columns(_utc_us(both, source, carry.fold_max).alias("utc_us")).select(
+    both = both.with_columns(utc_us(both, source, carry.fold_max).alias("utc_us")).select(
         "order", "utc_us")
     if cpu.height:
         # (the host names are views into the piece's text and split fields: copied, so
@@ -415,7 +308,7 @@ def _csv_piece(lines: pl.DataFrame, source: Source, carry: _CsvCarry, *, whole: 
     if carry.cpu is not None and dev.height:  # (the CPU rows of this piece's times only)
         lo, hi = dev["utc_us"].min(), dev["utc_us"].max()
         cpu_now = carry.cpu.filter(pl.col("utc_us").is_between(lo, hi))
-    return _finish(dev.drop("blk", "local_s", "is_utc"), cpu_now, source)
+    return finish(dev.drop("blk", "local_s", "is_utc"), cpu_now, source)
 
 
 def _csv_values(part: pl.DataFrame, layout: tuple[str, ...],
@@ -441,7 +334,7 @@ def _csv_values(part: pl.DataFrame, layout: tuple[str, ...],
     )
     # The file's host name wins; --host, then the file name, stand in for an empty one.
     part = part.with_columns(host=pl.when(pl.col("host").str.len_chars() > 0)
-                             .then(pl.col("host")).otherwise(pl.lit(_fallback_host(source))))
+                             .then(pl.col("host")).otherwise(pl.lit(fallback_host(source))))
     bad_ts = part.filter(pl.col("local_s").is_null())
     problems += [(n, (f"timestamp {ff[2]!r} is not 'YYYY-MM-DD HH:MM:SS [UTC]' or epoch "
                   "seconds")) for n, ff in bad_ts.select("line_no", "fields").iter_rows()]
@@ -508,191 +401,3 @@ def _drop_partial_csv(dev: pl.DataFrame, df: pl.DataFrame, cut_line: int,
     source.note(f"file cut off inside its last interval: the {dropped.height} device row(s) "
                 "of that partial interval were dropped (whole intervals only)")
     return dev.filter(~((pl.col("blk") == blk) & (pl.col("utc_us") == us)))
-
-
-# ---- sadf -j -------------------------------------------------------------------------------
-
-_J_NODENAME = r'^\s*"nodename":\s*"(?P<v>[^"]*)",?$'
-_J_TIMESTAMP = r'^\s*"timestamp":\s*(?P<v>\{[^{}]*\}),?$'
-_J_LIST = r'^\s*"(?P<v>[\w-]+)":\s*\[$'
-
-
-def parse_json(data: bytes, source: Source, *, sa_file: bool = False) -> SampleFrame:
-    """sadf -j: the line layout sadf writes, else any layout via a JSON parser.
-
-    ``sa_file`` says the JSON was produced here from a binary sa file (notes word it so)."""
-    lines = read_lines(data)
-    if lines.height == 0:
-        raise InputFormatError(source.path, None, "empty file")
-    line = pl.col("line")
-    # Items (one object per line) are most of the document: found with cheap prefix and
-    # suffix tests; the regexes run only on the few structural lines.
-    text = line.str.strip_chars().str.strip_chars_end(",")
-    lines = lines.with_columns(
-        item=pl.when(text.str.starts_with('{"') & text.str.ends_with("}")).then(text))
-    other = lines.filter(pl.col("item").is_null()).with_columns(
-        host=line.str.extract(_J_NODENAME, 1),
-        ts_json=line.str.extract(_J_TIMESTAMP, 1),
-        list_key=line.str.extract(_J_LIST, 1),
-        boot=line.str.contains(r'^\s*"boot"\s*:'),
-    )
-    if other["ts_json"].null_count() == other.height:
-        return _parse_json_generic(data, source)
-    df = pl.concat([other, lines.filter(pl.col("item").is_not_null())],
-                   how="diagonal").sort("line_no")
-    ends_ok = bool(re.search(rb"\}\s*\}\s*$", data[-64:]))
-    df = df.with_columns(
-        stat=pl.col("ts_json").is_not_null().cum_sum(),
-        hostname=pl.col("host").forward_fill(),
-        key=pl.col("list_key").forward_fill(),
-    )
-    stats = df.filter(pl.col("ts_json").is_not_null()).select(
-        "stat", "line_no", "hostname", "ts_json")
-    disks = df.filter(pl.col("item").is_not_null() & (pl.col("key") == "disk")).select(
-        "stat", "line_no", "item")
-    cpus = df.filter(pl.col("item").is_not_null()
-                     & pl.col("key").is_in(["cpu-load", "cpu-load-all"])).select(
-        "stat", "line_no", "item")
-    restarts = df.filter((pl.col("key") == "restarts") & pl.col("boot")).height
-    problems: list[tuple[int | None, str]] = []
-
-    cut_stat: int | None = None
-    if not ends_ok:
-        cut_stat = int(stats.select(pl.col("stat").max()).item() or 0)
-        what = "the sa file" if sa_file else "the JSON document"
-        source.note(f"{what} is cut off: its last interval was dropped (whole intervals "
-                    "only)")
-        last_line = int(df.filter(line.is_not_null())["line_no"][-1])
-        disks = disks.filter(pl.col("line_no") != last_line)
-        cpus = cpus.filter(pl.col("line_no") != last_line)
-        stats = stats.filter(pl.col("line_no") != last_line)
-
-    stats = stats.with_columns(ts=_decode(stats, "ts_json", _TS_DTYPE, problems, source))
-    disks = disks.with_columns(d=_decode(disks, "item", _DISK_DTYPE, problems, source))
-    cpus = cpus.with_columns(c=_decode(cpus, "item", _CPU_DTYPE, problems, source))
-    if restarts:
-        source.note(f"{restarts} restart record(s) in the file; sadf gives every interval its "
-                    "own length, so intervals after a restart are exact")
-
-    st = stats.filter(pl.col("ts").is_not_null()).select(
-        "stat", "hostname", pl.col("line_no").alias("ts_line"),
-        pl.col("ts").struct.field("date").alias("date"),
-        pl.col("ts").struct.field("time").alias("time"),
-        pl.col("ts").struct.field("utc").alias("utc"),
-        pl.col("ts").struct.field("interval").cast(pl.Float64()).alias("interval_s"))
-    dev = disks.filter(pl.col("d").is_not_null()).unnest("d").join(st, on="stat",
-                                                                     how="inner")
-    cpu = cpus.filter(pl.col("c").is_not_null()).unnest("c").join(st, on="stat",
-                                                                    how="inner")
-    if cut_stat is not None:
-        dev = dev.filter(pl.col("stat") != cut_stat)
-        cpu = cpu.filter(pl.col("stat") != cut_stat)
-    return _json_frames(dev, cpu, problems, source, sa_file=sa_file)
-
-
-def _decode(frame: pl.DataFrame, column: str, dtype: pl.Struct,
-            problems: list[tuple[int | None, str]], source: Source) -> pl.Series:
-    """Vectorised JSON decoding of one object per line; the bad lines (found only when the
-    vectorised decoding fails) are reported at once."""
-    series, found = decode_objects(frame, column, dtype)
-    if found:
-        problems.extend(found)
-        report(source, problems)
-        problems.clear()
-    return series
-
-
-def _json_frames(dev: pl.DataFrame, cpu: pl.DataFrame,
-                 problems: list[tuple[int | None, str]], source: Source, *,
-                 sa_file: bool = False) -> SampleFrame:
-    """Map decoded disk/cpu objects (one row each, with their statistics' timestamp) to
-    SampleFrame rows."""
-    if dev.height == 0:
-        report(source, problems)
-        if sa_file:
-            raise InputFormatError(source.path, None, "the sa file holds no disk statistics: "
-                                   "sadc collects them only with '-S DISK' (sa1 -S DISK, "
-                                   "SADC_OPTIONS in the sysstat configuration)")
-        raise InputFormatError(source.path, None, "no disk statistics ('disk' lists) in the "
-                               "document: export with sadf -j FILE -- -d")
-    exprs: list[pl.Expr] = []
-    for target, alts in _JSON_DISK.items():
-        present = [(k, f) for k, f in alts if k in dev.columns]
-        if present:
-            exprs.append(pl.coalesce([pl.col(k) * f for k, f in present]).alias(target))
-    local = (pl.col("date") + " " + pl.col("time")).str.to_datetime(
-        "%Y-%m-%d %H:%M:%S", strict=False, time_unit="us").dt.epoch("s")
-    host = pl.when(pl.col("hostname").str.len_chars() > 0).then(pl.col("hostname")) \
-        .otherwise(pl.lit(_fallback_host(source)))
-    dev = dev.with_columns(local_s=local, is_utc=pl.col("utc") == 1, host=host)
-    bad = dev.filter(pl.col("local_s").is_null() | pl.col("disk-device").is_null()
-                     | pl.col("interval_s").is_null() | (pl.col("interval_s") <= 0))
-    for line_no, d, t, iv in bad.select("ts_line", "date", "time", "interval_s").iter_rows():
-        problems.append((line_no, (f"timestamp {d!r} {t!r} with interval {iv!r} is not a "
-                                  "valid sample time (or a disk has no 'disk-device')")))
-    report(source, problems)
-    dev = dev.filter(pl.col("local_s").is_not_null() & pl.col("disk-device").is_not_null()
-                     & (pl.col("interval_s") > 0)).with_columns(blk=pl.lit(0, pl.Int64()))
-    dev = dev.with_columns(_utc_us(dev, source).alias("utc_us"))
-    out = dev.select(pl.col("line_no").alias("order"), "host", "utc_us", "interval_s",
-                     pl.col("disk-device").alias("device"), *exprs)
-    cpu_out = pl.DataFrame()
-    if cpu.height:
-        cpu = cpu.filter(pl.col("cpu") == "all").with_columns(
-            local_s=local, is_utc=pl.col("utc") == 1, host=host, blk=pl.lit(0, pl.Int64()))
-        cpu = cpu.filter(pl.col("local_s").is_not_null())
-        cpu = cpu.with_columns(_utc_us(cpu, source).alias("utc_us"))
-        cexprs = [pl.col(k).alias(col) for k, col in _JSON_CPU.items()
-                  if k in cpu.columns and cpu[k].null_count() < cpu.height]
-        parts = [p for p in _JSON_CPU_PARTS if p in cpu.columns
-                 and cpu[p].null_count() < cpu.height]
-        if "sys" in parts:
-            cexprs.append(pl.sum_horizontal([pl.col(p) for p in parts]).round(2)
-                          .alias("cpu_system_pct"))
-        cpu_out = cpu.select("host", "utc_us", *cexprs).unique(
-            subset=["host", "utc_us"], keep="first", maintain_order=True)
-    return _finish(out, cpu_out, source, name="sa" if sa_file else NAME)
-
-
-def _parse_json_generic(data: bytes, source: Source) -> SampleFrame:
-    """Any layout of a sadf -j document (one JSON parse; no line numbers to give)."""
-    try:
-        doc = json.loads(data.decode("utf-8-sig", errors="replace"))
-    except json.JSONDecodeError as exc:
-        raise InputFormatError(source.path, exc.lineno, f"not valid JSON: {exc.msg}") from exc
-    hosts = doc.get("sysstat", {}).get("hosts") if isinstance(doc, dict) else None
-    if not isinstance(hosts, list):
-        raise InputFormatError(source.path, None, "no sysstat.hosts list in the document")
-    disk_rows: list[dict[str, Any]] = []
-    cpu_rows: list[dict[str, Any]] = []
-    order = 0
-    for host in hosts:
-        if not isinstance(host, Mapping):
-            continue
-        for stat_no, stat in enumerate(host.get("statistics") or []):
-            if not isinstance(stat, Mapping):
-                continue
-            ts = stat.get("timestamp") or {}
-            base = {"stat": stat_no, "hostname": host.get("nodename"), "ts_line": None,
-                    "date": ts.get("date"), "time": ts.get("time"), "utc": ts.get("utc"),
-                    "interval_s": ts.get("interval")}
-            for d in stat.get("disk") or []:
-                order += 1
-                disk_rows.append({**base, "line_no": order, **d})
-            for key in ("cpu-load", "cpu-load-all"):
-                for c in stat.get(key) or []:
-                    cpu_rows.append({**base, **c})
-    schema_d = {"stat": pl.Int64(), "hostname": pl.String(), "ts_line": pl.Int64(),
-                "date": pl.String(), "time": pl.String(), "utc": pl.Int64(),
-                "interval_s": pl.Float64(), "line_no": pl.Int64(),
-                **_DISK_DTYPE.to_schema()}
-    schema_c = {k: v for k, v in schema_d.items() if k not in _DISK_DTYPE.to_schema()
-                and k != "line_no"} | dict(_CPU_DTYPE.to_schema())
-    try:
-        dev = pl.DataFrame(disk_rows, schema=schema_d, strict=False)
-        cpu = pl.DataFrame(cpu_rows, schema=schema_c, strict=False)
-    except (pl.exceptions.PolarsError, TypeError, ValueError) as exc:
-        raise InputFormatError(source.path, None, f"disk or cpu values of an unexpected type: "
-                               f"{exc}") from exc
-    return _json_frames(dev, cpu, [], source)
-

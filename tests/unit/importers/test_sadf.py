@@ -19,7 +19,7 @@ import pytest
 from tests.helpers.importing import assert_pieces_agree, reading_variants
 
 from iogauge.errors import InputFormatError, IogaugeError
-from iogauge.importers import sa_binary, sadf, sar_text
+from iogauge.importers import sa_binary, sadf, sadf_json, sar_text
 from iogauge.importers.base import Source
 from iogauge.importers.registry import detect, import_file
 from iogauge.model.sampleframe import SampleFrame
@@ -272,13 +272,194 @@ def test_json_bad_value_names_the_line() -> None:
     with pytest.raises(InputFormatError) as exc:
         parse_bytes(bad)
     assert exc.value.line_no == line and "'tps' is 'many', not a number" in exc.value.reason
-    frame, src = parse_bytes(bad, lenient=True)
-    assert (len(frame), src.skipped) == (31, 1)
+    frame, src = parse_bytes(bad, lenient=True)  # its statistics entry (12 lines) dropped whole
+    assert (len(frame), src.skipped) == (28, 12)
 
 
 def test_json_broken_document() -> None:
     with pytest.raises(InputFormatError, match=r"mem:3: not valid JSON"):
         parse_bytes(b'{"sysstat": {"hosts": [\n{"nodename": "x",\n "statistics": [}]}}')
+
+
+# ---- sadf -j in sadf's own layout, a piece at a time ----------------------------------------
+
+
+J_ALL = f"{V12}-sadf-j-A.json"  # sadf -j -- -A of a sadc -S XALL recording of its own
+
+
+def lines_of(name: str) -> list[bytes]:
+    return (SADF / name).read_bytes().split(b"\n")
+
+
+def line_no(lines: list[bytes], text: bytes, after: int = 0) -> int:
+    """1-based number of the first line at or after line ``after`` + 1 holding ``text``."""
+    return next(i for i, ln in enumerate(lines, 1) if i > after and text in ln)
+
+
+def joined(lines: list[bytes]) -> bytes:
+    return b"\n".join(lines)
+
+
+_J_VARIANTS = reading_variants(SADF, {}, "*.json")
+
+
+@pytest.mark.parametrize(("name", "data", "kw"), _J_VARIANTS, ids=[v[0] for v in _J_VARIANTS])
+def test_json_pieces_give_what_the_whole_document_gives(name: str, data: bytes,
+                                                        kw: dict[str, object]) -> None:
+    """Read in pieces of 1 byte (a statistics entry at a time) and 900 bytes, each piece
+    carrying the brackets still open, the host and the stamps read: the same rows, notes
+    and refused lines as one read of the whole document."""
+    assert_pieces_agree(sadf_json, data, (1, 900), kw, name)
+
+
+@pytest.mark.parametrize("name", [f"{V12}-sadf-j-uALL.json", f"{V12}-sadf-j-T-Tokyo.json",
+                                  J_ALL])
+def test_json_own_layout_and_json_parser_agree(name: str) -> None:
+    data = (SADF / name).read_bytes()
+    assert sadf_json.own_layout(data[:64])
+    own, _ = parse_bytes(data)
+    indented = json.dumps(json.loads(data), indent=2).encode()  # as jq prints it
+    assert not sadf_json.own_layout(indented[:64])
+    generic, _ = parse_bytes(indented)
+    assert len(own) > 0
+    assert own.df.drop("ts").equals(generic.df.drop("ts")) or own.df.equals(generic.df)
+
+
+def test_json_every_activity() -> None:
+    """sadf -j -- -A: the disk list among memory, network (objects of lists), power
+    management... Every printed disk object is a row, with the 'all' CPU's context."""
+    data = (SADF / J_ALL).read_bytes()
+    frame, src = parse_bytes(data)
+    doc = json.loads(data)
+    printed = [(s["timestamp"]["time"], d["disk-device"], d["tps"], d["wkB"], d["await"])
+               for s in doc["sysstat"]["hosts"][0]["statistics"] for d in s["disk"]]
+    got = [(r["ts"].strftime("%H:%M:%S"), r["device"], r["iops"], r["w_kBps"], r["await_ms"])
+           for r in frame.df.iter_rows(named=True)]
+    assert got == printed and len(got) == 8
+    r = row(frame, "vda", "2026-11-24T07:26:18")  # "tps": 692.00, "wkB": 352256.00
+    assert (r["iops"], r["w_kBps"], r["areq_kB"], r["util_pct"]) == (692.0, 352256.0,
+                                                                      509.18, 59.2)
+    cpu = doc["sysstat"]["hosts"][0]["statistics"][0]["cpu-load"][0]  # (-A: usr, sys, irq...)
+    assert cpu["cpu"] == "all"
+    assert r["cpu_system_pct"] == round(cpu["sys"] + cpu["irq"] + cpu["soft"], 2)
+    assert src.notes == [] and src.skipped == 0
+
+
+def test_json_sadf_comma_bugs_still_import() -> None:
+    """sysstat 10.2.1 wrote no ',' after "file-date" (sysstat issue #12), 11.1.5 none
+    between two network activities (#90): the document is not valid JSON, but its commas
+    are on lines whose values are not read, and it imports as the fixed one does."""
+    lines = lines_of(J_ALL)
+    at = line_no(lines, b'"file-date"')
+    net = line_no(lines, b'"net-sock"')
+    assert lines[at - 1].endswith(b",") and lines[net - 1].endswith(b",")
+    lines[at - 1] = lines[at - 1][:-1]
+    lines[net - 1] = lines[net - 1][:-1]
+    with pytest.raises(json.JSONDecodeError):
+        json.loads(joined(lines))
+    frame, src = parse_bytes(joined(lines))
+    assert frame.df.equals(parse_bytes((SADF / J_ALL).read_bytes())[0].df)
+    assert src.skipped == 0
+
+
+def _damaged(what: str) -> tuple[bytes, int, str]:
+    """The uALL export with one line lost, doubled or changed: (document, the line the
+    error must name, words of its reason)."""
+    lines = lines_of(f"{V12}-sadf-j-uALL.json")
+    second = line_no(lines, b'"time": "11:03:32"')
+    disk = line_no(lines, b'"disk": [', second)
+    vda = line_no(lines, b'"vda"', second)
+    if what == "disk list lost":  # its objects are then indented one tab too far
+        del lines[disk - 1]
+        return joined(lines), disk, "is indented by 6 tab(s)"
+    if what == "disk doubled":  # the commas stay right
+        lines.insert(vda - 2, lines[vda - 2])
+        return joined(lines), vda, "disk 'loop2' a second time in one statistics entry"
+    if what == "last disk lost":  # loop2's ',' is then before the list's ']'
+        del lines[vda - 1]
+        return joined(lines), vda - 1, "ends with ',' but is the last of its list"
+    if what == "bracket changed":
+        lines[vda] = lines[vda].replace(b"]", b"}")
+        return joined(lines), vda + 1, "does not close what was opened"
+    if what == "entry end lost":  # the disk list's ']' is then followed by a '{'
+        del lines[vda + 1]
+        return joined(lines), vda + 1, "does not end with ',' but is followed by a sibling"
+    if what == "spaces":
+        lines[disk - 1] = lines[disk - 1].replace(b"\t", b"    ")
+        return joined(lines), disk, "not a line of sadf -j's layout"
+    if what == "timestamp lost":
+        del lines[second - 1]
+        return joined(lines), second - 1, 'without its "timestamp" line'
+    raise AssertionError(what)
+
+
+@pytest.mark.parametrize("what", ["disk list lost", "disk doubled", "last disk lost",
+                                  "bracket changed", "entry end lost", "spaces",
+                                  "timestamp lost"])
+def test_json_damaged_line_is_named(what: str) -> None:
+    """A lost, doubled or changed line is an error at that line (or the first line it
+    leaves out of place); --lenient drops that interval whole (4 devices), the other 7
+    intervals are read, and with the 'entry end lost' the next interval as well."""
+    data, at, words = _damaged(what)
+    with pytest.raises(InputFormatError) as exc:
+        parse_bytes(data)
+    assert (exc.value.line_no, words in exc.value.reason) == (at, True), exc.value.reason
+    frame, src = parse_bytes(data, lenient=True)
+    lost = 2 if what == "entry end lost" else 1
+    assert frame.df["ts"].n_unique() == 8 - lost
+    assert frame.df.group_by("ts").len()["len"].to_list() == [4] * (8 - lost)
+    assert src.skipped > 0
+    assert datetime(2026, 11, 22, 11, 3, 32, tzinfo=UTC) not in frame.df["ts"].to_list()
+
+
+def test_json_cut_off_after_the_statistics_keeps_every_interval() -> None:
+    data = (SADF / f"{V12}-sadf-j-uALL.json").read_bytes()
+    cut = data.index(b'"restarts"')
+    frame, src = parse_bytes(data[:cut])
+    assert len(frame) == 32
+    assert any("cut off after its last statistics entry" in n for n in src.notes)
+
+
+def test_json_documents_one_after_the_other() -> None:
+    """``cat`` of two exports: two hosts, each with its own rows."""
+    data = (SADF / f"{V12}-sadf-j-uALL.json").read_bytes()
+    frame, _ = parse_bytes(data + data.replace(b'"nodename": "vm"', b'"nodename": "vm2"'))
+    assert frame.df.group_by("host").len().sort("host").rows() == [("vm", 32), ("vm2", 32)]
+
+
+def test_json_without_disk_statistics() -> None:
+    lines = lines_of(f"{V12}-sadf-j-uALL.json")
+    cpu_only = joined([ln for ln in lines if b"disk" not in ln]).replace(b"],\n\t\t\t\t\t]",
+                                                                         b"]")
+    with pytest.raises(InputFormatError, match=r"no disk statistics \('disk' lists\)"):
+        parse_bytes(cpu_only)
+    empty = joined([ln for ln in lines if b"disk-device" not in ln])  # sadf: no disk seen
+    with pytest.raises(InputFormatError, match="the disk statistics hold no rows"):
+        parse_bytes(empty)
+
+
+def test_json_dst_fall_back_repeat_across_pieces() -> None:
+    """sadf -j -T through the Berlin fall-back hour (02:00-02:50 twice, "utc": 0): read in
+    pieces of 300 bytes, each host's latest stamp is carried and the second pass known as
+    such - 10 minutes apart throughout, as read whole."""
+    local = ([f"01:{m:02d}:00" for m in (40, 50)]
+             + [f"02:{m:02d}:00" for m in range(0, 60, 10)] * 2
+             + [f"03:{m:02d}:00" for m in (0, 10)])
+    entries = [("\t\t\t\t{\n\t\t\t\t\t\"timestamp\": {\"date\": \"2026-10-25\", \"time\": "
+                f"\"{t}\", \"utc\": 0, \"interval\": 600}},\n\t\t\t\t\t\"disk\": [\n"
+                "\t\t\t\t\t\t{\"disk-device\": \"sda\", \"tps\": 1.00}\n\t\t\t\t\t]\n")
+               for t in local]
+    doc = ('{"sysstat": {\n\t"hosts": [\n\t\t{\n\t\t\t"nodename": "h",\n\t\t\t"statistics": [\n'
+           + "\t\t\t\t},\n".join(entries) + "\t\t\t\t}\n\t\t\t]\n\t\t}\n\t]\n}}\n").encode()
+    berlin = ZoneInfo("Europe/Berlin")
+    whole, _ = parse_bytes(doc, tz=berlin)
+    src = Source(path="mem", tz=berlin)
+    frames = list(sadf_json.iter_parse(io.BytesIO(doc), src, chunk_bytes=300))
+    assert len(frames) > 5
+    assert SampleFrame.concat(frames).df.equals(whole.df)
+    ts = whole.df["ts"]
+    assert ts.len() == len(local)
+    assert set(ts.diff().drop_nulls().dt.total_seconds().to_list()) == {600}
 
 
 # ---- binary sa files ---------------------------------------------------------------------
@@ -351,6 +532,52 @@ def test_sa_sadf_found_by_env(monkeypatch: pytest.MonkeyPatch) -> None:
     assert found is not None
     monkeypatch.setenv("IOGAUGE_SADF", found)
     assert len(import_file(SA / f"{V12}-disk-restart.sa").frame) == 32
+
+
+@needs_sadf
+def test_sa_json_read_from_sadfs_pipe_in_pieces() -> None:
+    """sadf's output is read from its pipe a piece at a time: pieces of 500 bytes (an
+    interval each) give what one piece gives."""
+    data = (SA / f"{V12}-disk-restart.sa").read_bytes()
+    whole = sa_binary.parse(data, Source(path="sa22"))
+    frames = list(sa_binary.iter_parse(io.BytesIO(data), Source(path="sa22"),
+                                       chunk_bytes=500))
+    assert len(frames) >= 8
+    assert SampleFrame.concat(frames).df.equals(whole.df) and len(whole) == 32
+
+
+def _fake_sadf(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, script: str) -> None:
+    fake = tmp_path / "sadf"
+    fake.write_text("#!/bin/sh\n" + script)
+    fake.chmod(0o755)
+    monkeypatch.setenv("IOGAUGE_SADF", str(fake))
+
+
+@pytest.mark.parametrize(("script", "words"), [
+    # sadf printed the start of a document, then failed: its message is the error
+    ("head -c 300 " + str(SADF / f"{V12}-sadf-j-uALL.json") + "\n"
+     "echo \"Invalid system activity file: $2\" >&2\nexit 2\n",
+     "cannot read this sa file: Invalid system activity file: sa22"),
+    ("exit 3\n", "cannot read this sa file: exit status 3 and no output"),
+    ("sleep 30\n", "did not finish within 0.5 s"),
+])
+def test_sa_sadf_failures(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, script: str,
+                          words: str) -> None:
+    _fake_sadf(tmp_path, monkeypatch, script)
+    monkeypatch.setattr(sa_binary, "_SADF_TIMEOUT_S", 0.5)
+    with pytest.raises(IogaugeError) as exc:
+        sa_binary.parse(b"\x96\xd5\x75\x21", Source(path="sa22"))
+    assert words in str(exc.value), str(exc.value)
+
+
+def test_sa_sadf_output_that_is_not_its_json(tmp_path: Path,
+                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """sadf exits 0 but prints what the JSON reader refuses: the reader's error, naming
+    the line."""
+    _fake_sadf(tmp_path, monkeypatch, "sed 's/\"disk\": \\[/\"disk\": {/' "
+               + str(SADF / f"{V12}-sadf-j-uALL.json") + "\n")
+    with pytest.raises(InputFormatError, match=r"sa22:23: '\]' does not close what was opened"):
+        sa_binary.parse(b"\x96\xd5\x75\x21", Source(path="sa22"))
 
 
 @pytest.mark.parametrize("name", ["sysstat12.6.1-sadf-d-u.csv",
