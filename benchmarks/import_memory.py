@@ -12,6 +12,8 @@ Target (the importers issue): memory stays below 3x the input size. Each input (
   over and over (the times of day go round: each copy is the next day);
 * ``sar -A``: the ksar RHEL 7 (sysstat 10.1.5) ``sar -A`` report, one copy after another, a
   banner and footer each (``cat`` of the same day's files);
+* ``sar -u -d -p`` of one report: a day of 1-second samples of 12 disks, as ``sar -f``
+  prints one daily file (the CPU section, then the device section);
 * ``unix-sar``: the ksar AIX 7.2 ``sar`` report, each copy's header date one day on (a month
   of daily reports, ``cat sar*``);
 * ``iostat -o JSON``: the live ``-x -t`` capture's three reports over and over, each stamped
@@ -73,6 +75,27 @@ def _aix(name: str) -> Callable[[int], bytes]:
 
 def _sar_a(size: int) -> bytes:
     return _repeat((FIX / "sar" / "ksar-rhel7-sysstat10.1.5-sar-A.txt").read_bytes(), size)
+
+
+def _sar_one_report(size: int) -> bytes:
+    """``sar -u -d -p -f`` of one daily file sampled every second (one report: its CPU
+    section, then its device section), 12 disks, values of the 12.6.1 capture's first row."""
+    head = "Linux 6.18.44-fc-v445 (vm) \t11/22/2026 \t_x86_64_\t(2 CPU)\n\n"
+    disks = [f"sd{chr(97 + i)}" for i in range(12)]
+    per_s = 75 + 100 * len(disks)
+    n = min(86_399, max(2, (size - len(head)) // per_s))
+    t0 = datetime(2026, 11, 22)
+    tod = [(t0 + timedelta(seconds=k)).strftime("%H:%M:%S") for k in range(n + 1)]
+    cpu_head = (f"{tod[0]}        CPU     %user     %nice   %system   %iowait    %steal"
+                "     %idle\n")
+    out = [head, cpu_head]
+    out += [f"{t}        all     71.00      0.00     29.00      0.00      0.00      0.00\n"
+            for t in tod[1:]]
+    out.append(f"\n{tod[0]}          DEV       tps     rkB/s     wkB/s     dkB/s   areq-sz"
+               "    aqu-sz     await     %util\n")
+    out += [f"{t}  {d:>11}    579.00   1124.00   1192.00      0.00      4.00      9.37"
+            "     16.18     61.20\n" for t in tod[1:] for d in disks]
+    return "".join(out).encode()
 
 
 def _unix_sar_days(size: int) -> bytes:
@@ -197,6 +220,7 @@ INPUTS: dict[str, tuple[Callable[[int], bytes], list[str]]] = {
     "aix-iostat -DT": (_aix("doc-aix-iostat-DT.txt"), ["--start", "2024-03-04T09:00"]),
     "aix-iostat -DlT": (_aix("doc-aix-iostat-DlT.txt"), ["--start", "2024-03-04T23:00"]),
     "sar -A (Linux)": (_sar_a, []),
+    "sar -udp, one report": (_sar_one_report, []),
     "unix-sar (AIX days)": (_unix_sar_days, []),
     "iostat -o JSON": (_iostat_json, []),
     "diskstats snapshots": (_diskstats, []),

@@ -44,15 +44,19 @@ Time zone: sar prints the zone of the machine that ran it and does not say which
 style footer (``## EndTime:`` local and ``## EndTimeUTC:``) states the offset and is used;
 otherwise ``--tz``; otherwise UTC is assumed and a note says so.
 
-A file of several reports (``cat sar*``) is read a few MiB at a time, cut before banners
-(:func:`iter_parse`): 100 MB of ``sar -A`` reports import to Parquet at 0.22-0.27 GB peak,
-where the whole-file read peaked at 0.62-0.95 GB.
+A file is read a few MiB at a time (:func:`iter_parse`), cut before banners (``cat sar*``)
+or, inside a report, where an interval starts; the next piece is handed the dates, the host,
+the report's CPU rows and the open section's header. 100 MB of ``sar -A`` reports import to
+Parquet at 0.21 GB peak, where the whole-file read peaked at 0.62-0.95 GB; a 102 MB
+report of one day (``sar -u -d -p -f``, 1-second samples) at 0.24-0.25 GB in 4.2-4.6 s,
+where reading each report whole peaked at 1.07-1.10 GB in 3.5-3.8 s.
 """
 
 from __future__ import annotations
 
 import bisect
 import io
+import mmap
 import re
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -66,7 +70,7 @@ from iogauge.collector.sysfs import guess_parent, kind_from_name
 from iogauge.errors import InputFormatError
 from iogauge.importers.base import Source
 from iogauge.importers.io import decode, encoding_of
-from iogauge.importers.unix_sar import LineCarry, report_frames
+from iogauge.importers.unix_sar import LineCarry, line_frames
 from iogauge.model.sampleframe import SampleFrame
 
 NAME = "sar"
@@ -413,11 +417,31 @@ class _BlockEnd:
     last_fold: bool
 
 
+@dataclass
+class _PlaceState:
+    """Where :func:`_place_blocks` stands after a part of a report (handed to the next part
+    when a report is read in pieces, see :func:`iter_parse`).
+
+    Attributes:
+        cur_date: the date of the last banner.
+        base: the next stretch starts at or after this local time (naive epoch seconds).
+        prev: the last section's (start, start fold, end, end fold), or None.
+        stretch_start: the first header time of the current stretch.
+    """
+
+    cur_date: date | None = None
+    base: int = 0
+    prev: tuple[int, bool, int, bool] | None = None
+    stretch_start: int = 0
+
+
 def _place_blocks(events: pl.DataFrame, blocks: dict[int, _Block],
                   ends: Mapping[int, _BlockEnd],
-                  problems: list[tuple[int | None, str]]) -> None:
+                  problems: list[tuple[int | None, str]],
+                  state: _PlaceState | None = None, continues: int | None = None
+                  ) -> _PlaceState:
     """Give every section header its local date, walking banners, restarts and headers in
-    file order (a loop per section, not per line).
+    file order (a loop per section, not per line); returns where it stands at the end.
 
     A header repeats the start of the section before it (``sar -f`` prints every activity
     of a stretch from the stretch's first sample; a live ``sar -A`` prints every activity of
@@ -426,11 +450,13 @@ def _place_blocks(events: pl.DataFrame, blocks: dict[int, _Block],
     next activity after a section with repeated headers). The first header after the banner
     or a restart is the first time at or after it; anything else continues forward from the
     last section's end.
+
+    ``state``: where the part of the report before this one ended; ``continues``: the
+    header (put there by :func:`iter_parse`) that continues that part's last section from
+    its last sample.
     """
-    cur_date: date | None = None
-    base = 0  # the next stretch starts at or after this local time (naive epoch seconds)
-    prev: tuple[int, bool, int, bool] | None = None  # start, start fold, end, end fold
-    stretch_start = 0  # the first header time of the current stretch
+    st = state or _PlaceState()
+    cur_date, base, prev, stretch_start = st.cur_date, st.base, st.prev, st.stretch_start
     for line_no, kind, tod, banner_date in events.iter_rows():
         if kind == "banner":
             cur_date = banner_date
@@ -450,7 +476,9 @@ def _place_blocks(events: pl.DataFrame, blocks: dict[int, _Block],
             prev = None
             continue
         block = blocks[line_no]
-        if prev is None:
+        if line_no == continues and prev is not None:
+            start, fold = prev[2], prev[3]  # (the same section, from its last sample)
+        elif prev is None:
             start, fold = _next_at_or_after(base, tod), False
             stretch_start = start
         elif tod == prev[0] % _DAY_S:
@@ -463,16 +491,24 @@ def _place_blocks(events: pl.DataFrame, blocks: dict[int, _Block],
             start, fold = stretch_start, False
         else:
             start, fold = _next_at_or_after(prev[2], tod), False
+        if line_no == continues and state is not None and state.prev is not None:
+            # the section began before this part: its start (for the next header's "the
+            # start of the section before") is the one the part before saw
+            section_start, section_fold = state.prev[0], state.prev[1]
+        else:
+            section_start, section_fold = start, fold
         block.day0_local = start - start % _DAY_S
         block.start_fold = fold
         end = ends.get(line_no)
         if end is None:
-            prev = (start, fold, start, fold)
+            prev = (section_start, section_fold, start, fold)
         else:
             # Still on the second pass of a repeated hour if the block saw the fold itself,
             # or began on that pass and crossed no midnight.
-            prev = (start, fold, block.day0_local + end.days * _DAY_S + end.last_tod,
+            prev = (section_start, section_fold,
+                    block.day0_local + end.days * _DAY_S + end.last_tod,
                     end.last_fold or (end.days == 0 and fold))
+    return _PlaceState(cur_date, base, prev, stretch_start)
 
 
 def _footer_offset(texts: Iterable[str]) -> int | None:
@@ -492,25 +528,34 @@ def _footer_offset(texts: Iterable[str]) -> int | None:
     return int((local - utc).total_seconds())
 
 
-#: Bytes at the end of a file looked at for a ksar footer before it is read.
-_TAIL_BYTES = 64 * 1024
-
-
 def _tail_offset(stream: BinaryIO) -> int | None:
-    """The offset stated by a ksar footer at the end of ``stream``, looked up before the
-    stream is read when that is cheap (a plain file or bytes; a compressed one would have to
-    be decompressed twice), else None."""
-    if not isinstance(stream, io.BufferedReader | io.BytesIO | io.FileIO) or \
-            not stream.seekable():  # (a named pipe opened as a file)
-        return None
-    at = stream.tell()
+    """The offset stated by the last ksar footer in ``stream`` (the one a read of the whole
+    file takes), looked up before the stream is read when that is cheap (a plain file or
+    bytes, searched for ``EndTime`` without being read into Python; a compressed one would
+    have to be decompressed twice), else None."""
+    if isinstance(stream, io.BytesIO):
+        return _footer_in(stream.getvalue())  # (CPython hands over its bytes: no copy)
+    if not isinstance(stream, io.BufferedReader | io.FileIO) or not stream.seekable():
+        return None  # (also a named pipe opened as a file)
     try:
-        stream.seek(0, io.SEEK_END)
-        stream.seek(max(stream.tell() - _TAIL_BYTES, at))
-        tail = stream.read(_TAIL_BYTES).decode("utf-8", errors="replace")
-    finally:
-        stream.seek(at)
-    return _footer_offset(line for line in tail.splitlines() if line.startswith("##"))
+        with mmap.mmap(stream.fileno(), 0, access=mmap.ACCESS_READ) as mapped:
+            return _footer_in(mapped)
+    except (ValueError, OSError):  # (an empty file cannot be mapped)
+        return None
+
+
+def _footer_in(view: mmap.mmap | bytes) -> int | None:
+    """:func:`_footer_offset` of the ``## EndTime`` lines in ``view``."""
+    texts: list[str] = []
+    at = view.find(b"EndTime")
+    while at >= 0:
+        start = view.rfind(b"\n", 0, at) + 1
+        end = view.find(b"\n", at)
+        line = bytes(view[start:end if end >= 0 else len(view)])
+        if line.startswith(b"##"):
+            texts.append(line.decode("utf-8", errors="replace"))
+        at = view.find(b"EndTime", at + 7)
+    return _footer_offset(texts)
 
 
 def _zone_of(lines: pl.DataFrame, source: Source, carry: _Carry
@@ -534,8 +579,11 @@ def _zone_of(lines: pl.DataFrame, source: Source, carry: _Carry
     return None, None
 
 
-#: Bytes read per piece by :func:`iter_parse`.
-CHUNK_BYTES = 6 << 20
+#: Bytes read per piece by :func:`iter_parse`. A 102 MB one-report ``sar -u -d -p`` (a day
+#: of 1-second samples) peaked at 0.26 GB in 4.9 s with 4 MiB pieces, 0.30 GB in 4.5 s with
+#: 6 MiB (side by side, another job busy on the second CPU).
+CHUNK_BYTES = 4 << 20
+
 
 @dataclass
 class _Carry(LineCarry):
@@ -551,6 +599,13 @@ class _Carry(LineCarry):
             the other way.
         tail_offset: the UTC offset (s) a ksar footer at the end of the file states.
         offset: the one the last footer read so far states.
+        resume: how the next piece takes up a report cut inside (None: it starts with a
+            banner).
+        place, host: where :func:`_place_blocks` stood and the banner above, at the end
+            of the piece read last; open_header: the header (line number, text) of the
+            section its last sample is in (None: not under a header).
+        cpu: the CPU rows of the report read so far (a grouped ``sar -f`` prints a
+            stretch's CPU section before its device section).
     """
 
     dev: bool = False
@@ -560,28 +615,70 @@ class _Carry(LineCarry):
     date_alts: list[str] = field(default_factory=list)
     tail_offset: int | None = None
     offset: int | None = None
+    resume: _Resume | None = None
+    place: _PlaceState | None = None
+    host: tuple[int, str] | None = None
+    open_header: tuple[int, str] | None = None
+    cpu: pl.DataFrame | None = None
+
+
+@dataclass
+class _Resume:
+    """How the next part of a report cut inside (:func:`iter_parse`) takes up where the part
+    before ended: ``place``, where :func:`_place_blocks` stood; ``host``, the banner line and
+    host above it; ``header``, the line number and text of the header put before the part
+    when the cut is inside a section (the section's header with the time of its last sample
+    before the cut: the start of the next interval), else None."""
+
+    place: _PlaceState
+    host: tuple[int, str]
+    header: tuple[int, str] | None
 
 
 def iter_parse(stream: BinaryIO, source: Source, *, chunk_bytes: int = CHUNK_BYTES
                ) -> Iterator[SampleFrame]:
     """The rows of :func:`parse`, a piece of about ``chunk_bytes`` at a time, in file order.
 
-    A file of several reports (a day each, every one led by its ``Linux <kernel> (<host>)
-    <date>`` banner: ``cat sar*``) is cut before banners; a piece's last report is held
-    back and read again with the next piece, so every report is read whole. A report
-    carries its own date, host and sections; what is said of the whole file (the counts of
-    'Average:' and LINUX RESTART lines, ambiguous banner dates, a file without device
-    rows) is said once at its end. The UTC offset a ksar ``## EndTime``/``EndTimeUTC``
-    footer states holds for the reports of its piece; a piece without one takes the footer
-    that ends the file (looked up first in a plain file), else the last one read. A file of
-    one report is one piece.
+    A piece is cut before its last banner (``cat sar*``: a report a day), else, inside a
+    report, before the start of its second-to-last interval: a header after a blank line
+    that follows samples (a live ``sar -d 1 N`` prints every section again for every
+    interval), or a sample whose time differs from the sample above it (a grouped
+    ``sar -f`` prints each activity for the whole stretch). The lines from the cut are read
+    again with the next piece. A piece cut inside a report hands the next one what
+    :func:`_place_blocks` knew (the dates: midnights, restarts, the DST repeated hour), the
+    host, the report's CPU rows so far (a device row's CPU context may be in a part read
+    before) and, when the cut is inside a section, a copy of the section's header with the
+    time of its last sample before the cut (so the next interval's length is known).
+
+    What is said of the whole file (the counts of 'Average:' and LINUX RESTART lines,
+    ambiguous banner dates, a file without device rows) is said once at its end. The UTC
+    offset a ksar ``## EndTime``/``EndTimeUTC`` footer states holds for the reports of its
+    piece; a piece without one takes the footer that ends the file (looked up first in a
+    plain file), else the last one read.
     """
     carry = _Carry(tail_offset=_tail_offset(stream))
-    # (the banner test of _classify)
-    for lines, _last, cut in report_frames(stream, chunk_bytes, carry, source.path,
-                                           r"^Linux\s+\S+\s+\(", reader=read_lines):
-        frame = _parse_piece(lines, source, carry, cut_off=cut)
+    for lines, last, cut in line_frames(stream, chunk_bytes, carry, source.path, read_lines):
+        part = lines
         del lines
+        resume = carry.resume
+        at: _Cut | None = None
+        if not last:
+            at = _cut_point(part)
+            if at is None:
+                carry.lines = part  # no whole interval yet: read on
+                continue
+            carry.lines = part.filter(pl.col("line_no") >= at.line_no)
+            part = part.filter(pl.col("line_no") < at.line_no)
+        # (the last sample before an inside cut)
+        above = str(part["line"][-1] or "") if part.height else ""
+        frame = _parse_piece(part, source, carry, cut_off=cut, resume=resume, final=last)
+        del part
+        if at is not None:
+            if at.banner or carry.place is None or carry.host is None:
+                carry.resume, carry.cpu = None, None
+            else:
+                header = _continued(carry.open_header, above) if at.inside else None
+                carry.resume = _Resume(carry.place, carry.host, header)
         if frame is not None and len(frame):
             yield frame
     if carry.date_alts:
@@ -600,19 +697,80 @@ def iter_parse(stream: BinaryIO, source: Source, *, chunk_bytes: int = CHUNK_BYT
         raise InputFormatError(source.path, None, "the device section(s) hold no rows")
 
 
+@dataclass
+class _Cut:
+    """Where :func:`iter_parse` cuts a piece: before line ``line_no``, a ``banner`` or not,
+    inside a section (``inside``: before a sample whose time differs from the one above)
+    or before a section's header."""
+
+    line_no: int
+    banner: bool
+    inside: bool
+
+
+#: Lines at the end of a piece looked at first for where to cut it (:func:`_cut_point`).
+_CUT_TAIL_LINES = 4096
+
+
+def _cut_point(lines: pl.DataFrame) -> _Cut | None:
+    """Where to cut a piece (see :func:`iter_parse`), or None when it holds no place to.
+    Looked for in its last lines first (classifying them costs as much as reading them)."""
+    tails = (lines.tail(_CUT_TAIL_LINES), lines) if lines.height > _CUT_TAIL_LINES else (lines,)
+    for tail in tails:
+        df = _classify(tail).select("line_no", "kind", "tod", "bad_clock")
+        k = pl.col("kind")
+        after_samples = (pl.when(k != "blank").then(k).forward_fill().shift(1)
+                         .is_in(["data", "summary"]))
+        clock_ok = ~pl.col("bad_clock").fill_null(True)
+        df = df.with_columns(
+            banner=(k == "banner"),
+            section=(k == "header") & (k.shift(1) == "blank") & after_samples,
+            # (a sample whose time is damaged starts no interval, nor does the one after it)
+            interval=(k == "data") & (k.shift(1) == "data") & clock_ok & clock_ok.shift(1)
+            & (pl.col("tod") != pl.col("tod").shift(1)),
+        ).filter(pl.col("line_no") > pl.first("line_no"))
+        banners = df.filter(pl.col("banner"))["line_no"]
+        starts = df.filter(pl.col("section") | pl.col("interval")).select("line_no", "interval")
+        banner = int(banners[-1]) if banners.len() else None
+        if starts.height >= 2 and (banner is None or banner < int(starts["line_no"][-2])):
+            line_no, inside = starts.row(starts.height - 2)
+            return _Cut(int(line_no), banner=False, inside=bool(inside))
+        if banner is not None:
+            return _Cut(banner, banner=True, inside=False)
+    return None
+
+
+def _continued(header: tuple[int, str] | None, above: str) -> tuple[int, str] | None:
+    """The header put before a piece that continues a section: the section's ``header``
+    (line number, text) with the time of ``above``, its last sample before the cut (the
+    start of the next interval). None for samples without a header (the next piece reads
+    them as such, as a read of the whole does)."""
+    stamp = re.match(_STAMP, above)
+    old = re.match(_STAMP, header[1]) if header is not None else None
+    if header is None or stamp is None or old is None:
+        return None
+    return header[0], stamp.group(1) + header[1][len(old.group(1)):]
+
+
 def parse(data: bytes, source: Source) -> SampleFrame:
     """Parse sar text into one row per device per interval (see the module docstring). Files
     longer than :data:`CHUNK_BYTES` are read a few reports at a time (:func:`iter_parse`)."""
     return SampleFrame.concat(list(iter_parse(io.BytesIO(data), source)))
 
 
-def _parse_piece(lines: pl.DataFrame, source: Source, carry: _Carry, *, cut_off: bool
-                 ) -> SampleFrame | None:
+def _parse_piece(lines: pl.DataFrame, source: Source, carry: _Carry, *, cut_off: bool,
+                 resume: _Resume | None = None, final: bool = True) -> SampleFrame | None:
     """The rows of the reports in ``lines`` (the whole file when it is one piece;
-    ``cut_off``: it ends inside its last line)."""
+    ``cut_off``: it ends inside its last line; ``resume``: it continues a report cut
+    inside, see :func:`iter_parse`; ``final``: it ends the file, whose last interval may
+    be partial)."""
     if lines.height == 0 or lines["line"].null_count() == lines.height:
         return None  # (blank lines only: a file of nothing else is "empty")
     problems: list[tuple[int | None, str]] = []
+    if resume is not None and resume.header is not None:
+        lines = pl.concat([pl.DataFrame({"line_no": [resume.header[0]],
+                                         "line": [resume.header[1]]}, schema=lines.schema),
+                           lines])
     df = _classify(lines)
 
     # A file that does not end with a newline was cut in the middle of its last line.
@@ -621,9 +779,13 @@ def _parse_piece(lines: pl.DataFrame, source: Source, carry: _Carry, *, cut_off:
         last = df.filter(pl.col("line").is_not_null()).tail(1)
         if last.height:
             cut_line = int(last["line_no"][0])
+            source.note(f"file ends in the middle of line {cut_line} (cut off); that line was "
+                        "ignored")
 
     first_banner = df.filter(pl.col("kind") == "banner")["line_no"].min()
-    if first_banner is None:
+    if resume is not None:
+        first_banner = 0  # (the banner is above, in a part read before)
+    elif first_banner is None:
         raise InputFormatError(source.path, 1, "no 'Linux <kernel> (<host>) <date>' banner: "
                                "not sysstat sar output")
     for rec in df.filter((pl.col("kind") == "unknown")
@@ -651,7 +813,12 @@ def _parse_piece(lines: pl.DataFrame, source: Source, carry: _Carry, *, cut_off:
     headers = df.filter(pl.col("kind") == "header").with_columns(tokens=_tokens())
     banners = df.filter(pl.col("kind") == "banner")
     hosts, dates, zone_date_alts = _banner_info(banners, problems)
-    host_at = _host_lookup(banners["line_no"].to_list(), hosts, source)
+    banner_lines = banners["line_no"].to_list()
+    if resume is not None:
+        hosts[resume.host[0]] = resume.host[1]
+        banner_lines.insert(0, resume.host[0])
+    host_at = _host_lookup(banner_lines, hosts, source)
+    carry.host = (banner_lines[-1], hosts.get(banner_lines[-1], "")) if banner_lines else None
     blocks: dict[int, _Block] = {}
     for line_no, tokens, tod, text in headers.select("line_no", "tokens", "tod",
                                                      "line").iter_rows():
@@ -660,10 +827,12 @@ def _parse_piece(lines: pl.DataFrame, source: Source, carry: _Carry, *, cut_off:
     for alt in zone_date_alts:
         if alt not in carry.date_alts:
             carry.date_alts.append(alt)
-    if not any(b.kind == "dev" for b in blocks.values()):
-        report(source, problems)
-        return None
-    carry.dev = True
+    last_sample = df.filter(pl.col("kind") == "data").tail(1)["blk"]
+    open_blk = last_sample[0] if last_sample.len() else None
+    carry.open_header = (int(open_blk), blocks[int(open_blk)].text) if open_blk in blocks \
+        else None
+    if any(b.kind == "dev" for b in blocks.values()):
+        carry.dev = True
 
     # Every sample line's section and time (for the midnight wraps below); the lines
     # themselves only of the device and CPU sections, the ones read (a sar -A report has
@@ -701,7 +870,9 @@ def _parse_piece(lines: pl.DataFrame, source: Source, carry: _Carry, *, cut_off:
     ]).sort("line_no").with_columns(
         pl.col("line_no").replace_strict(dates, default=None, return_dtype=pl.Date())
         .alias("date"))
-    _place_blocks(events, blocks, ends, problems)
+    carry.place = _place_blocks(
+        events, blocks, ends, problems, resume.place if resume is not None else None,
+        resume.header[0] if resume is not None and resume.header is not None else None)
 
     block_info = pl.DataFrame(
         {"blk": list(blocks), "day0": [b.day0_local for b in blocks.values()],
@@ -724,14 +895,20 @@ def _parse_piece(lines: pl.DataFrame, source: Source, carry: _Carry, *, cut_off:
 
     dev = _device_rows(timed, data_rows, blocks, problems, source)
     cpu = _cpu_rows(timed, data_rows, blocks, problems)
+    if resume is not None and carry.cpu is not None and carry.cpu.height:
+        cpu = pl.concat([carry.cpu, cpu], how="diagonal_relaxed").unique(
+            subset=["host", "utc_us"], keep="first", maintain_order=True)
+    carry.cpu = cpu
     report(source, problems)
     if dev.height == 0:
         return None
     carry.rows = True
 
-    dev = _drop_cut_interval(dev, cut, df, source)
+    if final:
+        dev = _drop_cut_interval(dev, cut, df, source)
     if cpu.height:
-        dev = dev.join(cpu, on="utc_us", how="left")
+        # (on the host too: 'cat' of two hosts' reports of the same day has the same times)
+        dev = dev.join(cpu, on=["host", "utc_us"], how="left")
     ident = device_identity(dev["device"].unique().to_list())
     out = dev.join(ident, on="device", how="left").with_columns(
         source=pl.lit(NAME),
@@ -909,7 +1086,8 @@ def _device_rows(timed: pl.DataFrame, data_rows: pl.DataFrame, blocks: Mapping[i
 
 def _cpu_rows(timed: pl.DataFrame, data_rows: pl.DataFrame, blocks: Mapping[int, _Block],
               problems: list[tuple[int | None, str]]) -> pl.DataFrame:
-    """The 'all' rows of CPU sections, one per sample time (the first section wins)."""
+    """The 'all' rows of CPU sections, one per host and sample time (the first section
+    wins)."""
     frames: list[pl.DataFrame] = []
     for layout, (blk_ids, header_text) in _layout_groups(blocks, "cpu").items():
         cpu_idx = layout.index("CPU")
@@ -921,17 +1099,17 @@ def _cpu_rows(timed: pl.DataFrame, data_rows: pl.DataFrame, blocks: Mapping[int,
         wanted = {n: i for i, n in enumerate(layout) if n in CPU_COLUMNS or n in
                   CPU_SYSTEM_PARTS}
         rows = _typed_values(rows, wanted, problems)
-        rows = rows.join(timed.select("line_no", "utc_us"), on="line_no", how="left")
-        exprs = [pl.col("utc_us")]
+        rows = rows.join(timed.select("line_no", "utc_us", "host"), on="line_no", how="left")
+        exprs = [pl.col("host"), pl.col("utc_us")]
         exprs += [pl.col(f"v:{n}").alias(CPU_COLUMNS[n]) for n in wanted if n in CPU_COLUMNS]
         if "%sys" in wanted:
             parts = [pl.col(f"v:{p}") for p in CPU_SYSTEM_PARTS if p in wanted]
             exprs.append(pl.sum_horizontal(parts).round(2).alias("cpu_system_pct"))
         frames.append(rows.select(exprs))
     if not frames:
-        return pl.DataFrame(schema={"utc_us": pl.Int64()})
+        return pl.DataFrame(schema={"host": pl.String(), "utc_us": pl.Int64()})
     cpu = pl.concat(frames, how="diagonal")
-    return cpu.unique(subset="utc_us", keep="first", maintain_order=True)
+    return cpu.unique(subset=["host", "utc_us"], keep="first", maintain_order=True)
 
 
 def _drop_cut_interval(dev: pl.DataFrame, cut: tuple[int, int | None, int | None] | None,
@@ -953,9 +1131,7 @@ def _drop_cut_interval(dev: pl.DataFrame, cut: tuple[int, int | None, int | None
     counts = in_last.group_by("utc_us", maintain_order=True).len()
     partial = False
     if cut is not None:
-        cut_line, cut_blk, cut_tod = cut
-        source.note(f"file ends in the middle of line {cut_line} (cut off); that line was "
-                    "ignored")
+        _cut_line, cut_blk, cut_tod = cut
         partial = cut_blk == last_blk and (cut_tod == last_tod or (
             # the cut line's own time is lost: whole only if as long as the one before
             cut_tod is None and (counts.height < 2 or counts["len"][-1] < counts["len"][-2])))

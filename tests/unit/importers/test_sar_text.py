@@ -539,7 +539,7 @@ def test_a_date_read_either_way_is_named_once() -> None:
 def test_one_ksar_footer_at_the_end_holds_for_every_report(tmp_path: Path) -> None:
     """Two reports and one EndTime/EndTimeUTC footer after the last (ksar's export of two
     days): read in pieces from a file or from bytes, the first report is converted with the
-    footer's offset too (it is looked up at the end before the reading starts), as when the
+    footer's offset too (it is looked up in the file before the reading starts), as when the
     file is read whole."""
     text = (SAR / "ksar-sysstat11.6.1-sar-A.txt").read_bytes()
     foot = text.index(b"## EndTime")
@@ -551,6 +551,85 @@ def test_one_ksar_footer_at_the_end_holds_for_every_report(tmp_path: Path) -> No
     path.write_bytes(data)
     with path.open("rb") as fh:
         frames = list(sar_text.iter_parse(fh, Source(path=str(path)), chunk_bytes=40_000))
-    assert len(frames) == 2
+    assert len(frames) > 2  # (40 kB pieces: each report is read in parts)
     got = pl.concat([f.df for f in frames])
     assert got.sort(got.columns, nulls_last=True).equals(whole[0])
+
+
+# ---------------------------------------------------------------------------------------------
+# one report in parts (iter_parse cuts inside a report)
+# ---------------------------------------------------------------------------------------------
+_ONE_REPORT = {  # fixture -> Source keywords
+    f"{V12}-sar-u-d-midnight.txt": {"tz": posix_zone(META["midnight_tz"])},
+    f"{V12}-sar-dp-dst-fold.txt": {"tz": posix_zone(META["fold_tz"])},
+    f"{V12}-sar-u-d-live.txt": {},
+    f"{V12}-sar-u-d-restart.txt": {},
+    f"{V12}-sar-uALL-d-de_DE-Berlin.txt": {"tz": ZoneInfo("Europe/Berlin")},
+    f"{V12}-sar-dp-en_US.txt": {},
+    f"{V12}-sar-A.txt": {},
+}
+
+
+def _one_report_cases() -> list[tuple[str, bytes, dict[str, object]]]:
+    out: list[tuple[str, bytes, dict[str, object]]] = []
+    for name, kw in _ONE_REPORT.items():
+        data = (SAR / name).read_bytes()
+        lines = data.split(b"\n")
+        mid = len(lines) // 2
+        cases = {"whole": (data, False), "cut": (data[: len(data) * 2 // 3], False),
+                 "line-lost": (b"\n".join(lines[:mid] + lines[mid + 1:]), True)}
+        for case, (text, lenient) in cases.items():
+            out.append((f"{name}:{case}:{lenient}", text, {**kw, "lenient": lenient}))
+    return out
+
+
+_ONE = _one_report_cases()
+
+
+@pytest.mark.parametrize(("name", "data", "kw"), _ONE, ids=[c[0] for c in _ONE])
+def test_one_report_read_in_parts(name: str, data: bytes, kw: dict[str, object]) -> None:
+    """Pieces of 1 byte (2 kB for sar -A's 23 kB): every report is cut before its
+    second-to-last interval, over and over (grouped sar -f sections and the interleaved
+    ones of a live sar, a midnight, a DST repeated hour, a restart, --pretty, de_DE, every
+    activity of sar -A): the rows, notes and refused lines of one read of the whole."""
+    assert_pieces_agree(sar_text, data, (1,) if len(data) < 10_000 else (2_000,), kw, name)
+
+
+def test_a_long_report_in_parts_keeps_its_days_and_cpu_context() -> None:
+    """A grouped report (the CPU section, then the device section) over two midnights, read
+    in 2 kB pieces: the device rows after each midnight are on the next day, their first
+    interval after a cut is 10 s, and each carries the CPU row of its time (read pieces
+    before, with the CPU section)."""
+    times = [(datetime(2026, 11, 20, 23, 0) + timedelta(seconds=600 * k)) for k in range(150)]
+    tod = [t.strftime("%H:%M:%S") for t in times]
+    lines = ["Linux 6.1.0 (box) \t11/20/2026 \t_x86_64_\t(2 CPU)", "",
+             f"{tod[0]}        CPU     %user     %nice   %system   %iowait    %steal     %idle"]
+    lines += [f"{t}        all     {k % 90:5.2f}      0.00      1.00      0.00      0.00"
+              f"     {99 - k % 90:5.2f}" for k, t in enumerate(tod[1:], 1)]
+    dev_head = (f"{tod[0]}          DEV       tps     rkB/s     wkB/s   areq-sz    aqu-sz"
+                "     await     svctm     %util")
+    lines += ["", dev_head]
+    lines += [f"{t}   {d:>11}  {k:8.2f}      0.00      0.00      0.00      0.00      0.00"
+              "      0.00      0.00" for k, t in enumerate(tod[1:], 1) for d in ("sda", "sdb")]
+    data = ("\n".join(lines) + "\n").encode()
+    whole = sar_text.parse(data, Source(path="x")).df
+    frames = list(sar_text.iter_parse(io.BytesIO(data), Source(path="x"), chunk_bytes=2_000))
+    assert len(frames) > 5
+    parts = SampleFrame.concat(frames).df
+    assert parts.equals(whole)
+    sda = parts.filter(pl.col("device") == "sda")
+    assert sda["ts"].to_list() == [t.replace(tzinfo=UTC) for t in times[1:]]
+    assert set(sda["interval_s"]) == {600.0}
+    assert sda["cpu_user_pct"].to_list() == [float(k % 90) for k in range(1, 150)]
+    assert sda["iops"].to_list() == [float(k) for k in range(1, 150)]
+
+
+def test_cpu_context_of_two_hosts_with_the_same_times() -> None:
+    """``cat`` of two hosts' reports of the same day: each host's device rows carry its own
+    CPU row (they were joined on the time alone: the first host's CPU row won)."""
+    a = (SAR / f"{V12}-sar-u-d-restart.txt").read_text()
+    b = a.replace("(vm)", "(other)").replace("all     71.00", "all     11.00", 1)
+    frame, _ = parse_text(a + b)
+    first = frame.df.filter(pl.col("ts") == datetime(2026, 11, 22, 11, 3, 31, tzinfo=UTC))
+    assert dict(first.group_by("host").agg(pl.col("cpu_user_pct").unique()).rows()) == {
+        "vm": [71.0], "other": [11.0]}
