@@ -47,7 +47,7 @@ otherwise ``--tz``; otherwise UTC is assumed and a note says so.
 A file is read a few MiB at a time (:func:`iter_parse`), cut before banners (``cat sar*``)
 or, inside a report, where an interval starts; the next piece is handed the dates, the host,
 the report's CPU rows and the open section's header. 100 MB of ``sar -A`` reports import to
-Parquet at 0.21 GB peak, where the whole-file read peaked at 0.62-0.95 GB; a 102 MB
+Parquet at 0.20-0.21 GB peak, where the whole-file read peaked at 0.62-0.95 GB; a 102 MB
 report of one day (``sar -u -d -p -f``, 1-second samples) at 0.24-0.25 GB in 4.2-4.6 s,
 where reading each report whole peaked at 1.07-1.10 GB in 3.5-3.8 s.
 """
