@@ -33,9 +33,10 @@ Disk keys: ``tps``; ``rkB``/``wkB``/``dkB`` (11.5+) else ``rd_sec``/``wr_sec``/`
 idle) or ``cpu-load-all`` (usr, nice, sys + irq + soft, iowait, steal, idle). Other
 activities (``sadf -j -- -A``: memory, network, ...) are passed over.
 
-**Two readers.** sadf writes its document in one layout in every version (``xprintf``: one
-tab per nesting level, each bracket that opens or closes a list or an object of several
-lines on a line of its own, and each device or CPU object on one line). A document in that
+**Two readers.** sadf writes its document in one layout (``xprintf``: one tab per nesting
+level, each bracket that opens or closes a list or an object of several lines on a line of
+its own, and each device or CPU object on one line; so in the 10.x and 12.x sources read,
+and in 12.6.1's output). A document in that
 layout — its first line ``{"sysstat": {``, its second indented by tabs — is read a piece
 of :data:`CHUNK_BYTES` at a time, cut before a statistics entry's ``\\t\\t\\t\\t{``; the
 piece's last entry is read again with the next piece, so entries are read whole and memory
@@ -58,7 +59,7 @@ skipped). Any other layout (re-indented by jq or Python) is read whole with a JS
 
 100 MB (76,555 entries of 4 disks, ``benchmarks/import_memory.py``) import to Parquet at
 0.22 GB peak in 2.2-2.3 s, where the whole-document reader this replaced peaked at
-0.93-0.97 GB in 2.3 s, with the same rows. Binary sa files (:mod:`iogauge.importers
+0.93-0.97 GB in 2.25-2.35 s, with the same rows. Binary sa files (:mod:`iogauge.importers
 .sa_binary`) are read through this reader from sadf's pipe.
 
 A document cut off (sadf killed, a copy cut short) keeps its complete statistics entries;
