@@ -58,9 +58,10 @@ line, so that a lost, doubled or damaged line is an error naming its line:
 skipped). Any other layout (re-indented by jq or Python) is read whole with a JSON parser.
 
 100 MB (76,555 entries of 4 disks, ``benchmarks/import_memory.py``) import to Parquet at
-0.22 GB peak in 2.2-2.3 s, where the whole-document reader this replaced peaked at
-0.93-0.97 GB in 2.25-2.35 s, with the same rows. Binary sa files (:mod:`iogauge.importers
-.sa_binary`) are read through this reader from sadf's pipe.
+0.22 GB peak in 2.3-2.4 s, where the whole-document reader this replaced peaked at
+0.93-1.02 GB in 2.0-2.1 s (alternating runs on a quiet machine), with the same rows.
+Binary sa files (:mod:`iogauge.importers.sa_binary`) are read through this reader from
+sadf's pipe.
 
 A document cut off (sadf killed, a copy cut short) keeps its complete statistics entries;
 the one it ends inside is dropped and a note says where the cut was.
