@@ -41,12 +41,13 @@ from iogauge.errors import InputFormatError
 from iogauge.importers import sadf_common, sadf_json
 from iogauge.importers.base import Source
 from iogauge.importers.io import head_then
-from iogauge.importers.sadf_common import fallback_host, finish, utc_us
+from iogauge.importers.sadf_common import fallback_host, utc_us
 from iogauge.importers.sar_text import (
     CPU_COLUMNS,
     CPU_SYSTEM_PARTS,
     DEV_COLUMNS,
     decimal_comma,
+    device_frame,
     read_lines,
     report,
     to_float,
@@ -308,7 +309,8 @@ def _csv_piece(lines: pl.DataFrame, source: Source, carry: _CsvCarry, *, whole: 
     if carry.cpu is not None and dev.height:  # (the CPU rows of this piece's times only)
         lo, hi = dev["utc_us"].min(), dev["utc_us"].max()
         cpu_now = carry.cpu.filter(pl.col("utc_us").is_between(lo, hi))
-    return finish(dev.drop("blk", "local_s", "is_utc"), cpu_now, source)
+    return device_frame(dev.drop("blk", "local_s", "is_utc"), cpu_now, name=NAME,
+                        order="order")
 
 
 def _csv_values(part: pl.DataFrame, layout: tuple[str, ...],

@@ -1,8 +1,8 @@
 """What the two readers of sadf exports share (format ``sadf``): the CSV reader
 (:mod:`iogauge.importers.sadf`) and the JSON reader (:mod:`iogauge.importers.sadf_json`).
 
-Hosts, UTC conversion of sadf's stamps (with the DST fall-back hour told apart) and the
-last step to SampleFrame rows.
+Hosts and the UTC conversion of sadf's stamps (with the DST fall-back hour told apart); the
+last step to SampleFrame rows is :func:`iogauge.importers.sar_text.device_frame`.
 """
 
 from __future__ import annotations
@@ -10,8 +10,7 @@ from __future__ import annotations
 import polars as pl
 
 from iogauge.importers.base import Source
-from iogauge.importers.sar_text import device_identity, file_stem, local_to_utc_us, zone_note
-from iogauge.model.sampleframe import SampleFrame
+from iogauge.importers.sar_text import file_stem, local_to_utc_us, zone_note
 
 NAME = "sadf"
 
@@ -55,18 +54,3 @@ def utc_us(frame: pl.DataFrame, source: Source,
     converted = local_to_utc_us(local, fold, zone)
     return pl.select(pl.when(frame["is_utc"]).then(local * 1_000_000)
                      .otherwise(converted).alias("us")).to_series()
-
-
-def finish(dev: pl.DataFrame, cpu: pl.DataFrame, source: Source, *,
-           name: str = NAME) -> SampleFrame:
-    """Join CPU context (``cpu``: ``host``, ``utc_us`` and CPU columns; may be empty) and
-    device identity; ``name`` is the ``source`` column (``sa`` when the JSON came from a
-    binary file)."""
-    if cpu.height:
-        dev = dev.join(cpu, on=["host", "utc_us"], how="left")
-    ident = device_identity(dev["device"].unique().to_list())
-    out = dev.join(ident, on="device", how="left").with_columns(
-        source=pl.lit(name),
-        ts=pl.from_epoch(pl.col("utc_us"), time_unit="us").dt.replace_time_zone("UTC"),
-    ).sort("order").drop("utc_us", "order")
-    return SampleFrame(out)

@@ -82,8 +82,8 @@ from iogauge.errors import InputFormatError
 from iogauge.importers.base import Source
 from iogauge.importers.io import decode, head_then
 from iogauge.importers.json_objects import decode_objects, drop_bad_entries
-from iogauge.importers.sadf_common import NAME, fallback_host, finish, utc_us
-from iogauge.importers.sar_text import report
+from iogauge.importers.sadf_common import NAME, fallback_host, utc_us
+from iogauge.importers.sar_text import device_frame, report
 from iogauge.importers.unix_sar import LineCarry, report_frames
 from iogauge.model.sampleframe import SampleFrame
 
@@ -490,7 +490,7 @@ def _rows(stats: pl.DataFrame, disks: pl.DataFrame, cpus: pl.DataFrame, source: 
             cexprs.append(pl.sum_horizontal([pl.col(p) for p in parts]).round(2)
                           .alias("cpu_system_pct"))
         out = out.join(cpu.select("region", *cexprs), on="region", how="left")
-    return finish(out.drop("region"), pl.DataFrame(), source, name=name)
+    return device_frame(out.drop("region"), pl.DataFrame(), name=name, order="order")
 
 
 # ---- any other layout ----------------------------------------------------------------------

@@ -906,14 +906,23 @@ def _parse_piece(lines: pl.DataFrame, source: Source, carry: _Carry, *, cut_off:
 
     if final:
         dev = _drop_cut_interval(dev, cut, df, source)
+    return device_frame(dev.drop("blk"), cpu, name=NAME, order="line_no")
+
+
+def device_frame(dev: pl.DataFrame, cpu: pl.DataFrame, *, name: str, order: str
+                 ) -> SampleFrame:
+    """SampleFrame rows of device rows (``host``, ``utc_us``, ``device``, the measures and
+    the ``order`` column they are sorted by) with their CPU context (``cpu``: ``host``,
+    ``utc_us`` and CPU columns; may be empty) and device identity; ``name`` is the
+    ``source`` column. (Shared with the sadf readers.)"""
     if cpu.height:
         # (on the host too: 'cat' of two hosts' reports of the same day has the same times)
         dev = dev.join(cpu, on=["host", "utc_us"], how="left")
     ident = device_identity(dev["device"].unique().to_list())
     out = dev.join(ident, on="device", how="left").with_columns(
-        source=pl.lit(NAME),
+        source=pl.lit(name),
         ts=pl.from_epoch(pl.col("utc_us"), time_unit="us").dt.replace_time_zone("UTC"),
-    ).sort("line_no").drop("utc_us", "line_no", "blk")
+    ).sort(order).drop("utc_us", order)
     return SampleFrame(out)
 
 
