@@ -1,7 +1,8 @@
 """Peak memory of ``iogauge import --parquet`` for the formats read a piece at a time besides
 Linux ``iostat`` text (which ``import_speed.py`` measures): Solaris ``iostat -x``, AIX
 ``iostat -DT`` and ``-DlT``, Linux ``sar -A`` text, AIX ``sar`` text, ``iostat -o JSON``,
-``/proc/diskstats`` snapshots, ``sadf -d`` and ``sadf -j``.
+``/proc/diskstats`` snapshots, ``sadf -d`` and ``sadf -j`` (the JSON in its writer's layout
+and in a JSON tool's).
 
 Target (the importers issue): memory stays below 3x the input size. Each input (about
 ``--size-mb``) is built from a fixture in ``tests/fixtures`` (see its NOTICE), repeated:
@@ -23,7 +24,10 @@ Target (the importers issue): memory stays below 3x the input size. Each input (
 * ``sadf -d``: one long stretch of ``sadf -d -- -d -u``, its CPU section then its DEV
   section, the 12.6.1 export's first interval one second apart;
 * ``sadf -j``: the 12.6.1 ``sadf -j -- -d -u ALL`` export's statistics entries over and
-  over, one second apart, in sadf's own layout.
+  over, one second apart, in sadf's own layout;
+* ``iostat -o JSON, re-indented`` and ``sadf -j, one line``: the same entries in the
+  layouts a JSON tool leaves (``jq .``: two spaces a level; ``jq -c``: one line), which
+  :mod:`iogauge.importers.json_stream` reads.
 
 Each import runs in its own process, measured with ``os.wait4`` (wall clock, ``ru_maxrss``);
 the figure is peak RSS / input bytes, the baseline the input itself (1x), in the same run.
@@ -41,6 +45,8 @@ Usage::
 from __future__ import annotations
 
 import argparse
+import copy
+import json
 import os
 import re
 import subprocess
@@ -50,6 +56,7 @@ import time
 from collections.abc import Callable
 from datetime import datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 FIX = ROOT / "tests" / "fixtures"
@@ -214,6 +221,48 @@ def _sadf_j(size: int) -> bytes:
             '"date": "%Y-%m-%d", "time": "%H:%M:%S"'), e, count=1))
 
 
+def _relaid(name: str, indent: int | None, restamp: Callable[[dict[str, Any], int], None]
+            ) -> Callable[[int], bytes]:
+    """A builder of a sysstat JSON fixture's statistics entries over and over in the layout
+    of a JSON tool: ``indent`` spaces a level (``jq .``), or one line when None
+    (``jq -c``); ``restamp(entry, k)`` stamps copy ``k``."""
+
+    def build(size: int) -> bytes:
+        doc = json.loads((FIX / name).read_text())
+        host = doc["sysstat"]["hosts"][0]
+        entries = host["statistics"]
+        host["statistics"] = ["@entries@"]
+        seps = (",", ":") if indent is None else (",", ": ")
+        outer = json.dumps(doc, indent=indent, separators=seps)
+        before, after = outer.split('"@entries@"')
+        pad = "\n" + before[before.rindex("\n") + 1:] if indent is not None else ""
+        out = [before]
+        total = len(before)
+        k = 0
+        while total < size:
+            entry = copy.deepcopy(entries[k % len(entries)])
+            restamp(entry, k)
+            text = ("," + pad if k else "") + json.dumps(entry, indent=indent,
+                                                         separators=seps).replace("\n", pad)
+            out.append(text)
+            total += len(text)
+            k += 1
+        out.append(after)
+        return "".join(out).encode()
+
+    return build
+
+
+def _iostat_stamp(entry: dict[str, Any], k: int) -> None:
+    entry["timestamp"] = (datetime(2026, 11, 22, 11, 14, 35) + timedelta(seconds=k)).strftime(
+        "%m/%d/%y %H:%M:%S")
+
+
+def _sadf_stamp(entry: dict[str, Any], k: int) -> None:
+    t = datetime(2026, 11, 22, 11, 3, 31) + timedelta(seconds=k)
+    entry["timestamp"].update(date=t.strftime("%Y-%m-%d"), time=t.strftime("%H:%M:%S"))
+
+
 #: format label -> (builder, extra import options)
 INPUTS: dict[str, tuple[Callable[[int], bytes], list[str]]] = {
     "solaris-iostat -x": (_solaris, ["--start", "2008-02-21T10:00", "--interval", "5"]),
@@ -226,6 +275,10 @@ INPUTS: dict[str, tuple[Callable[[int], bytes], list[str]]] = {
     "diskstats snapshots": (_diskstats, []),
     "sadf -d": (_sadf_d, []),
     "sadf -j": (_sadf_j, []),
+    "iostat -o JSON, re-indented": (_relaid("iostat-json/live-sysstat12.6-x-t.json", 2,
+                                            _iostat_stamp), []),
+    "sadf -j, one line": (_relaid("sadf/sysstat12.6.1-sadf-j-uALL.json", None,
+                                  _sadf_stamp), []),
 }
 
 
@@ -254,7 +307,7 @@ def main(argv: list[str] | None = None) -> int:
     cli = Path(sys.executable).parent / "iogauge"
     if not cli.exists():
         raise SystemExit(f"{cli} not found: run `make install` first")
-    print(f"{'format':22s} {'input MB':>9s} {'wall s':>7s} {'MB/s':>6s} {'peak MB':>8s} "
+    print(f"{'format':28s} {'input MB':>9s} {'wall s':>7s} {'MB/s':>6s} {'peak MB':>8s} "
           f"{'peak/input':>10s}")
     ok = True
     base = "/var/tmp" if Path("/var/tmp").is_dir() else None
@@ -268,7 +321,7 @@ def main(argv: list[str] | None = None) -> int:
                                   str(Path(tmp) / "out.parquet"), *opts])
             ratio = peak / n
             ok = ok and ratio < TARGET_RATIO
-            print(f"{label:22s} {n / 1e6:9.1f} {wall:7.2f} {n / 1e6 / wall:6.1f} "
+            print(f"{label:28s} {n / 1e6:9.1f} {wall:7.2f} {n / 1e6 / wall:6.1f} "
                   f"{peak / 1e6:8.1f} {ratio:9.2f}x")
             path.unlink()
     print(f"target: peak below {TARGET_RATIO:g}x the input; "
