@@ -2,7 +2,7 @@
 Linux ``iostat`` text (which ``import_speed.py`` measures): Solaris ``iostat -x``, AIX
 ``iostat -DT`` and ``-DlT``, Linux ``sar -A`` text, AIX ``sar`` text, ``iostat -o JSON``,
 ``/proc/diskstats`` snapshots, ``sadf -d`` and ``sadf -j`` (the JSON in its writer's layout
-and in a JSON tool's).
+and in a JSON tool's), RMF, AWR and fio JSON.
 
 Target (the importers issue): memory stays below 3x the input size. Each input (about
 ``--size-mb``) is built from a fixture in ``tests/fixtures`` (see its NOTICE), repeated:
@@ -27,7 +27,13 @@ Target (the importers issue): memory stays below 3x the input size. Each input (
   over, one second apart, in sadf's own layout;
 * ``iostat -o JSON, re-indented`` and ``sadf -j, one line``: the same entries in the
   layouts a JSON tool leaves (``jq .``: two spaces a level; ``jq -c``: one line), which
-  :mod:`iogauge.importers.json_stream` reads.
+  :mod:`iogauge.importers.json_stream` reads;
+* ``rmf``: seed 000's RMF Postprocessor output (DASD, cache, ESS rank pages of 4 intervals),
+  each copy's dates a day after the last's;
+* ``awr``: the 19c AWR text report excerpt (wait events, file I/O), each copy a day later
+  (a month of reports in one file, as ``cat`` leaves them);
+* ``fio --status-interval``: fio 3.1's JSON report over and over, one second apart (the
+  cumulative status reports of a long run; only the last is imported).
 
 Each import runs in its own process, measured with ``os.wait4`` (wall clock, ``ru_maxrss``);
 the figure is peak RSS / input bytes, the baseline the input itself (1x), in the same run.
@@ -38,7 +44,7 @@ input in memory added 0.07 GB to the peak of every import it ran.
 
 Usage::
 
-    .venv/bin/python benchmarks/import_memory.py             # 100 MB each, ~1 min
+    .venv/bin/python benchmarks/import_memory.py             # 100 MB each, ~2.5 min
     .venv/bin/python benchmarks/import_memory.py --size-mb 50 --check
 """
 
@@ -263,6 +269,49 @@ def _sadf_stamp(entry: dict[str, Any], k: int) -> None:
     entry["timestamp"].update(date=t.strftime("%Y-%m-%d"), time=t.strftime("%H:%M:%S"))
 
 
+def _shift_dates(text: str, pattern: str, fmt: str, days: int) -> str:
+    """``text`` with every date ``pattern`` matches (group 1, in ``fmt``) ``days`` later."""
+    def later(m: re.Match[str]) -> str:
+        when = datetime.strptime(m.group(1), fmt) + timedelta(days=days)
+        return m.group(0).replace(m.group(1), when.strftime(fmt))
+    return re.sub(pattern, later, text)
+
+
+def _copies_a_day_apart(name: str, pattern: str, fmt: str) -> Callable[[int], bytes]:
+    """A builder of a report fixture over and over, each copy's dates a day after the last
+    copy's (so that no interval repeats)."""
+
+    def build(size: int) -> bytes:
+        text = (FIX / name).read_text()
+        out: list[str] = []
+        total = 0
+        k = 0
+        while total < size:
+            out.append(_shift_dates(text, pattern, fmt, k))
+            total += len(out[-1])
+            k += 1
+        return "".join(out).encode()
+
+    return build
+
+
+def _fio_status(size: int) -> bytes:
+    """``fio --status-interval 1 --output-format=json``: fio 3.1's report of the QD1 run over
+    and over, one second apart (each a cumulative report; the last is the one imported)."""
+    doc = json.loads((FIX / "fio" / "fio-plot-HPDL380G8-H420i-Crucial-MX200_randread-1-1.json")
+                     .read_text())
+    out: list[str] = []
+    total = 0
+    k = 0
+    while total < size:
+        doc["timestamp"] = doc["timestamp"] + 1
+        doc["timestamp_ms"] = doc["timestamp_ms"] + 1000
+        out.append(json.dumps(doc, indent=2) + "\n")
+        total += len(out[-1])
+        k += 1
+    return "".join(out).encode()
+
+
 #: format label -> (builder, extra import options)
 INPUTS: dict[str, tuple[Callable[[int], bytes], list[str]]] = {
     "solaris-iostat -x": (_solaris, ["--start", "2008-02-21T10:00", "--interval", "5"]),
@@ -279,6 +328,12 @@ INPUTS: dict[str, tuple[Callable[[int], bytes], list[str]]] = {
                                             _iostat_stamp), []),
     "sadf -j, one line": (_relaid("sadf/sysstat12.6.1-sadf-j-uALL.json", None,
                                   _sadf_stamp), []),
+    "rmf (DASD, cache, ESS)": (_copies_a_day_apart(
+        "rmf/seed000_before_1rank.txt", r"\bC?DATE\s+(\d\d/\d\d/\d{4})", "%m/%d/%Y"), []),
+    "awr (19c text reports)": (_copies_a_day_apart(
+        "awr/awr_19c_config5-2-1_ssd_cache1024m.txt", r"(\d\d-[A-Z][a-z]{2}-\d\d) \d",
+        "%d-%b-%y"), []),
+    "fio --status-interval": (_fio_status, []),
 }
 
 

@@ -11,9 +11,11 @@ compare-period reports have other layouts and are not sniffed as AWR.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
+from typing import BinaryIO
 
 from iogauge.importers.base import Source
-from iogauge.importers.oracle_common import parse_reports
+from iogauge.importers.oracle_common import CHUNK_BYTES, iter_reports, parse_reports
 from iogauge.model.sampleframe import SampleFrame
 
 NAME = "awr"
@@ -31,3 +33,10 @@ def parse(data: bytes, source: Source) -> SampleFrame:
     """AWR report(s) -> datafile/tablespace rows; wait events go to ``source.waits``."""
     return parse_reports(data, source, fmt=NAME, start_re=_START_RE,
                          title="WORKLOAD REPOSITORY report for")
+
+
+def iter_parse(stream: BinaryIO, source: Source, *, chunk_bytes: int = CHUNK_BYTES
+               ) -> Iterator[SampleFrame]:
+    """The rows of :func:`parse`, a piece of whole reports at a time."""
+    return iter_reports(stream, source, fmt=NAME, start_re=_START_RE,
+                        title="WORKLOAD REPOSITORY report for", chunk_bytes=chunk_bytes)

@@ -51,25 +51,33 @@ is fio's own. md arrays do not account I/O time (fio prints zero ticks, in_queue
 for them while their members are busy): their time-based columns are left null, noted.
 
 Several documents in one file (``--status-interval``) are cumulative reports of the same
-run: the last one (the final report) is imported and the interim ones are noted.
+run: the last one (the final report) is imported and the interim ones are noted. The file
+is read a piece at a time and each document decoded when it is whole, keeping only the
+last, so a long run's status reports are not held in memory together: 100 MB of them
+(``benchmarks/import_memory.py``) import at 0.12 GB peak in 1.7-2.5 s, where reading the
+whole file took 0.62 GB in 2.8 s.
 Text fio printed before the JSON (warnings, errors of other jobs) is skipped and noted.
 """
 
 from __future__ import annotations
 
+import io
 import json
 import re
 from collections import Counter
+from collections.abc import Iterator
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import polars as pl
 
 from iogauge.collector.sysfs import kind_from_name
 from iogauge.errors import InputFormatError
 from iogauge.importers.base import Source
-from iogauge.importers.io import decode
+from iogauge.importers.io import decode, line_pieces
+from iogauge.importers.json_stream import cut_short
 from iogauge.model.sampleframe import TS_DTYPE, SampleFrame
 
 NAME = "fio"
@@ -91,40 +99,74 @@ def sniff(head: str) -> bool:
 
 # ---- reading the document(s) -----------------------------------------------------------
 
+#: Bytes read per piece by :func:`iter_parse`.
+CHUNK_BYTES = 4 << 20
+_DOC_START = re.compile(r"^\{", re.MULTILINE)
 
-def _documents(text: str, source: Source) -> list[dict[str, Any]]:
-    """Every top-level JSON object in ``text``, skipping text between them (noted)."""
+
+@dataclass
+class _Last:
+    """The last fio report of the input, and what was met on the way.
+
+    Attributes:
+        doc: the last top-level JSON object.
+        docs: how many top-level objects the input held.
+        version_line: line of the last object's ``"fio version"`` key (None: absent).
+        skipped_text: text outside the objects was met (fio's warnings).
+    """
+
+    doc: dict[str, Any] | None = None
+    docs: int = 0
+    version_line: int | None = None
+    skipped_text: bool = False
+
+
+def _last_document(stream: BinaryIO, source: Source, chunk_bytes: int) -> _Last:
+    """The last top-level JSON object of ``stream``: with ``--status-interval`` fio prints a
+    report every interval, each covering the run so far, so only the last is kept. The
+    input is read a piece at a time; an object is decoded once it is whole (a piece that
+    ends inside one is read on), so memory holds a piece and the object being read."""
     decoder = json.JSONDecoder()
-    docs: list[dict[str, Any]] = []
-    pos = 0
-    skipped_text = False
-    while True:
-        m = re.compile(r"^\{", re.MULTILINE).search(text, pos)
-        if m is None:
-            if text[pos:].strip():
-                skipped_text = True
-            break
-        if text[pos:m.start()].strip():
-            skipped_text = True
-        try:
-            obj, end = decoder.raw_decode(text, m.start())
-        except json.JSONDecodeError as exc:
-            raise InputFormatError(source.path, exc.lineno, f"not valid JSON: {exc.msg} "
-                                   f"(column {exc.colno})") from None
-        if isinstance(obj, dict):
-            docs.append(obj)
-        pos = end
-    if skipped_text:
+    out = _Last()
+    buf = ""
+    first_line = 1  # line number of buf[0]
+    for data, last in line_pieces(stream, chunk_bytes):
+        buf += decode(data)
+        del data
+        pos = 0
+        counted, line = 0, first_line  # line number at buf[counted] (counted on, not again)
+        while True:
+            m = _DOC_START.search(buf, pos)
+            if m is None:
+                out.skipped_text = out.skipped_text or bool(buf[pos:].strip())
+                pos = len(buf)
+                break
+            out.skipped_text = out.skipped_text or bool(buf[pos:m.start()].strip())
+            try:
+                obj, end = decoder.raw_decode(buf, m.start())
+            except json.JSONDecodeError as exc:
+                if not last and cut_short(buf, exc):
+                    pos = m.start()  # (the object goes on in the next piece)
+                    break
+                raise InputFormatError(source.path, first_line + exc.lineno - 1,
+                                       f"not valid JSON: {exc.msg} (column {exc.colno})"
+                                       ) from None
+            if isinstance(obj, dict):
+                out.doc, out.docs = obj, out.docs + 1
+                at = buf.find('"fio version"', m.start(), end)
+                if at >= 0:
+                    line += buf.count("\n", counted, at)
+                    counted = at
+                out.version_line = None if at < 0 else line
+            pos = end
+        first_line = line + buf.count("\n", counted, pos)
+        buf = buf[pos:]
+    if out.skipped_text:
         source.note("fio: text outside the JSON document(s) was skipped (fio prints job "
                     "errors and warnings before its JSON)")
-    if not docs:
+    if out.doc is None:
         raise InputFormatError(source.path, None, "no JSON object found")
-    return docs
-
-
-def _line_of(text: str, needle: str) -> int | None:
-    at = text.find(needle)
-    return None if at < 0 else text.count("\n", 0, at) + 1
+    return out
 
 
 # ---- per-job values ----------------------------------------------------------------------
@@ -326,18 +368,24 @@ def _filename(job: dict[str, Any], global_opts: dict[str, Any]) -> str | None:
 
 def parse(data: bytes, source: Source) -> SampleFrame:
     """One row per job and one per ``disk_util`` device of the (final) fio report."""
-    text = decode(data)
-    docs = _documents(text, source)
-    if len(docs) > 1:
-        source.note(f"fio: {len(docs)} reports in the file (--status-interval); the last, "
+    return SampleFrame.concat(list(iter_parse(io.BytesIO(data), source)))
+
+
+def iter_parse(stream: BinaryIO, source: Source, *, chunk_bytes: int = CHUNK_BYTES
+               ) -> Iterator[SampleFrame]:
+    """The rows of :func:`parse`, the input read a piece at a time (one SampleFrame: the
+    final report's)."""
+    found = _last_document(stream, source, chunk_bytes)
+    if found.docs > 1:
+        source.note(f"fio: {found.docs} reports in the file (--status-interval); the last, "
                     "which covers the whole run, is imported")
-    doc = docs[-1]
+    doc = found.doc or {}
     if "fio version" not in doc:
         raise InputFormatError(source.path, None, 'the JSON has no "fio version" key: not a '
                                "fio report")
     jobs = doc.get("jobs", doc.get("client_stats"))
     if not isinstance(jobs, list):
-        raise InputFormatError(source.path, _line_of(text, '"fio version"'),
+        raise InputFormatError(source.path, found.version_line,
                                'no "jobs" list in the fio report')
     jobs = [j for j in jobs if isinstance(j, dict) and j.get("jobname") != _AGGREGATE_CLIENT]
     default_host = source.host or Path(source.path).stem
@@ -390,4 +438,4 @@ def parse(data: bytes, source: Source) -> SampleFrame:
         raise InputFormatError(source.path, None, "the fio report has no job with a runtime")
     df = pl.DataFrame(rows, infer_schema_length=None)
     df = df.with_columns(pl.col("ts").cast(TS_DTYPE))
-    return SampleFrame(df)
+    yield SampleFrame(df)

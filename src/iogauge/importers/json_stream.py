@@ -503,16 +503,19 @@ def _text(data: bytes) -> str:
 _LAST_TOKEN = re.compile(r"\s*\S*\s*")
 
 
+def cut_short(text: str, exc: json.JSONDecodeError) -> bool:
+    """Whether the JSON parser stopped on ``text`` (``exc``) because the text ends too soon
+    -- at its end, or in its last token or an unterminated last string -- rather than at
+    damage before that."""
+    return exc.msg.startswith("Unterminated string") or bool(
+        _LAST_TOKEN.fullmatch(text, exc.pos))
+
+
 def _damage(text: bytes) -> json.JSONDecodeError | None:
-    """Why an entry that does not close is damage rather than a cut: the JSON parser stops
-    before its last token (a cut stops it at the end, or in an unterminated last string)."""
+    """Why an entry that does not close is damage rather than a cut (:func:`cut_short`)."""
     s = _text(text)
     try:
         json.JSONDecoder().raw_decode(s)
     except json.JSONDecodeError as exc:
-        if exc.msg.startswith("Unterminated string"):
-            return None
-        if _LAST_TOKEN.fullmatch(s, exc.pos):
-            return None
-        return exc
+        return None if cut_short(s, exc) else exc
     return None

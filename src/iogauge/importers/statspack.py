@@ -8,9 +8,11 @@ wait times in centiseconds and file I/O as counts; 9i+ in seconds and per-second
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
+from typing import BinaryIO
 
 from iogauge.importers.base import Source
-from iogauge.importers.oracle_common import parse_reports
+from iogauge.importers.oracle_common import CHUNK_BYTES, iter_reports, parse_reports
 from iogauge.model.sampleframe import SampleFrame
 
 NAME = "statspack"
@@ -28,3 +30,10 @@ def parse(data: bytes, source: Source) -> SampleFrame:
     """Statspack report(s) -> datafile/tablespace rows; wait events go to ``source.waits``."""
     return parse_reports(data, source, fmt=NAME, start_re=_START_RE,
                          title="STATSPACK report for")
+
+
+def iter_parse(stream: BinaryIO, source: Source, *, chunk_bytes: int = CHUNK_BYTES
+               ) -> Iterator[SampleFrame]:
+    """The rows of :func:`parse`, a piece of whole reports at a time."""
+    return iter_reports(stream, source, fmt=NAME, start_re=_START_RE,
+                        title="STATSPACK report for", chunk_bytes=chunk_bytes)

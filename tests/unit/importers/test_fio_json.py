@@ -4,6 +4,7 @@ errors, clones, client/server output) and refusals."""
 
 from __future__ import annotations
 
+import io
 import json
 import math
 import os
@@ -266,3 +267,47 @@ def test_import_file_detects_and_reads_all_samples() -> None:
         res = import_file(path)
         assert res.format == "fio" and len(res.frame) > 0
         res.frame.validate()
+
+
+# ---- read a piece at a time -----------------------------------------------------------------
+
+
+def _status_reports(n: int) -> bytes:
+    """``fio --status-interval`` output: ``n`` cumulative reports, a warning line between."""
+    docs = [json.dumps(_doc([_job("j", riops=10.0 * (k + 1), runtime=1000 * (k + 1))],
+                            timestamp_ms=1700000000000 + 1000 * k), indent=2)
+            for k in range(n)]
+    return ("fio: a warning\n" + "\njobs: 1 (f=1)\n".join(docs) + "\n").encode()
+
+
+def _in_pieces(data: bytes, chunk: int) -> tuple[pl.DataFrame, Source]:
+    src = Source(path="p.json")
+    frames = list(fio_json.iter_parse(io.BytesIO(data), src, chunk_bytes=chunk))
+    return SampleFrame.concat(frames).df, src
+
+
+def test_pieces_keep_the_last_report() -> None:
+    data = _status_reports(12)
+    want, want_src = parse(Path("p.json"), data)
+    assert row(want, "fio:j")["r_iops"] == 120.0
+    for chunk in (1, 64, 1000, 1 << 20):
+        got, src = _in_pieces(data, chunk)
+        assert got.equals(want), chunk
+        assert src.notes == want_src.notes, chunk
+    assert any("12 reports in the file" in n for n in want_src.notes)
+    assert any("text outside the JSON" in n for n in want_src.notes)
+
+
+def test_a_malformed_report_in_the_middle_names_its_line_in_any_piece() -> None:
+    data = _status_reports(5)
+    text = data.decode()
+    at = text.index('"jobname"', text.index("fio-3.33", len(text) // 2))
+    bad = (text[:at] + '"jobname" "j",' + text[text.index(",", at) + 1:]).encode()
+    line = text[:at].count("\n") + 1
+    for chunk in (1, 300, 1 << 20):
+        with pytest.raises(InputFormatError, match="not valid JSON") as err:
+            _in_pieces(bad, chunk)
+        assert err.value.line_no == line, chunk
+    # the last report cut short: an error too (fio's final report is the one imported)
+    with pytest.raises(InputFormatError, match="not valid JSON"):
+        _in_pieces(data[:-40], 100)

@@ -5,6 +5,7 @@ whole sections, several reports in one file, and sniffing."""
 
 from __future__ import annotations
 
+import io
 from datetime import UTC, datetime
 from pathlib import Path
 from zoneinfo import ZoneInfo
@@ -426,3 +427,37 @@ def test_any_cut_keeps_whole_sections(path: Path, where: float) -> None:
     for kind in set(df["device_kind"]):
         got = df.filter(pl.col("device_kind") == kind)
         assert got.equals(full_df.filter(pl.col("device_kind") == kind)), (k, kind)
+
+
+# ---- read a piece of whole reports at a time ------------------------------------------------
+
+
+def _pieces(path: Path, data: bytes, chunk: int, **kw: object
+            ) -> tuple[pl.DataFrame, pl.DataFrame, Source]:
+    module = awr if path.parent.name == "awr" else statspack
+    src = Source(path=str(path), **kw)  # type: ignore[arg-type]
+    frames = list(module.iter_parse(io.BytesIO(data), src, chunk_bytes=chunk))
+    df = pl.concat([f.df for f in frames], how="diagonal_relaxed") if frames else pl.DataFrame()
+    return df, WaitEventFrame.concat(src.waits).df, src
+
+
+@pytest.mark.parametrize("path", [SP8_HDD, SP10_SSD, AWR11_HDD, AWR19_SSD])
+@pytest.mark.parametrize("how", ["x3", "x3-cut", "crlf-formfeed"])
+def test_pieces_of_whole_reports_give_what_the_whole_file_gives(path: Path, how: str) -> None:
+    """Each piece is cut before a report's title line (a title cut by a block's end too)."""
+    one = path.read_bytes()
+    data = one * 3
+    if how == "x3-cut":
+        data = data[:len(one) * 2 + len(one) // 2]
+    elif how == "crlf-formfeed":
+        title = b"STATSPACK report for" if path.parent.name != "awr" else \
+            b"WORKLOAD REPOSITORY report for"
+        data = data.replace(b"\n", b"\r\n").replace(title, b"\x0c" + title)
+    want_df, want_waits, want_src = parse(path, data)
+    for chunk in (1, 37, 1000, 1 << 20):
+        df, waits, src = _pieces(path, data, chunk)
+        assert df.equals(want_df.select(df.columns)) and df.columns == want_df.columns, chunk
+        assert waits.equals(want_waits), chunk
+        assert (sorted(src.notes), src.skipped) == (sorted(want_src.notes), want_src.skipped)
+    assert want_df.height > 0 and want_df["ts"].n_unique() == 1  # (3 copies of one report)
+    assert want_waits.height >= 3

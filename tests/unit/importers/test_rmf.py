@@ -12,6 +12,7 @@ import polars as pl
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from tests.helpers.importing import assert_pieces_agree, read_outcome
 
 from iogauge.errors import InputFormatError
 from iogauge.importers import awr, rmf, statspack
@@ -352,3 +353,67 @@ def test_any_cut_keeps_only_true_values(k: int) -> None:
         assert interval(df, T2).equals(interval(FULL, T2)), k
     if k >= SECOND:
         assert interval(df, T1).equals(interval(FULL, T1)), k
+
+
+# ---- read a piece at a time -----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("how", ["whole", "cut-in-a-line", "cut-at-a-line", "crlf"])
+def test_pieces_give_what_the_whole_file_gives(how: str) -> None:
+    data = BEFORE.read_bytes() + AFTER.read_bytes()
+    if how == "cut-in-a-line":
+        data = data[:len(data) * 3 // 4]
+    elif how == "cut-at-a-line":
+        data = data[:data.rindex(b"\n", 0, len(data) * 3 // 4) + 1]
+    elif how == "crlf":
+        data = data.replace(b"\n", b"\r\n")
+    for lenient in (False, True):
+        assert_pieces_agree(rmf, data, (1, 97, 5000), {"lenient": lenient}, how)
+
+
+def _pages(data: bytes) -> list[bytes]:
+    """The report pages of an RMF listing (each from its '1' title line)."""
+    lines = data.split(b"\n")
+    starts = [i for i, ln in enumerate(lines) if ln.startswith(b"1")]
+    return [b"\n".join(lines[a:b]) + b"\n"
+            for a, b in zip(starts, [*starts[1:], len(lines) - 1], strict=True)]
+
+
+@pytest.mark.parametrize("rows_per_table", [1, 10_000])
+def test_closed_intervals_as_tables_and_a_page_out_of_order(
+        monkeypatch: pytest.MonkeyPatch, rows_per_table: int) -> None:
+    """The rows of a host's earlier intervals become tables once a later interval begins;
+    a page of an earlier interval that comes after that opens it again."""
+    want, want_src = parse(BEFORE)
+    monkeypatch.setattr(rmf, "_ROWS_PER_TABLE", rows_per_table)
+    got, src = parse(BEFORE)
+    assert got.equals(want) and src.notes == want_src.notes
+    pages = _pages(BEFORE.read_bytes())
+    cache_dev = [i for i, p in enumerate(pages) if b"C A C H E   D E V I C E" in p]
+    second_dasd = [i for i, p in enumerate(pages) if b"D I R E C T" in p][1]
+    # the first interval's CACHE DEVICE page after the second interval's DASD page
+    moved = pages.pop(cache_dev[0])
+    pages.insert(second_dasd, moved)
+    got, _ = parse(BEFORE, b"".join(pages))
+    assert got.sort(got.columns, nulls_last=True).equals(
+        want.sort(want.columns, nulls_last=True))
+    assert got.filter(pl.col("device_kind") == "volume")["parent"].null_count() == 0
+
+
+def test_tables_of_closed_intervals_change_nothing_wherever_the_file_ends(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Cut at every third line end (and inside a line): with every closed interval made a
+    table at once, the rows, notes and refusals are those of the default batches (the cut
+    checks use the lines the tabled intervals leave in common)."""
+    data = BEFORE.read_bytes()
+    ends = [i + 1 for i, b in enumerate(data) if b == 0x0A][::3]
+    cuts = [*ends, *(e - 7 for e in ends[10::9])]
+    for cut in cuts:
+        want = read_outcome(rmf, data[:cut], None)
+        with monkeypatch.context() as m:
+            m.setattr(rmf, "_ROWS_PER_TABLE", 1)
+            got = read_outcome(rmf, data[:cut], None)
+        if isinstance(want[0], str):
+            assert got == want, cut
+        else:
+            assert got[0].equals(want[0]) and got[1:] == want[1:], cut
