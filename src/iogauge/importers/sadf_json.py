@@ -358,6 +358,13 @@ def _piece(lines: pl.DataFrame, source: Source, carry: _Carry, *, final: bool, n
     for line_no, reason in problems:  # (one reason a line: each refused line counts once)
         first.setdefault(line_no, reason)
     report(source, list(first.items()))  # (raises at the first unless --lenient)
+    # the lines of an entry whose opening '{' was lost belong to no entry: counted here
+    headless = df.filter(live & (pl.col("region") < 0) & (tabs >= 5)
+                         & (pl.col("list3") == "statistics")
+                         & ~pl.col("line_no").is_in(list(first)))["line_no"]
+    if headless.len():
+        source.skip(int(headless[0]), "a line of a statistics entry whose opening '{' is "
+                    "lost (not read)", count=headless.len())
 
     # --- entries with a bad line are dropped whole -----------------------------------------
     gone = drop_bad_entries(

@@ -45,14 +45,14 @@ def read(module: Any, data: bytes, chunk: int, **kw: Any) -> tuple[pl.DataFrame,
 
 
 @pytest.mark.parametrize("name", OWN_IOSTAT)
-@pytest.mark.parametrize("how", ["indent", "tab", "compact", "sorted"])
+@pytest.mark.parametrize("how", ["tab", "compact", "sorted"])
 def test_iostat_any_layout_gives_the_rows_of_its_own(name: str, how: str) -> None:
     data = (IOSTAT / name).read_bytes()
     assert iostat_json.own_layout(data[:64])
     want, want_src = read(iostat_json, data, 1 << 20)
     other = relayout(data, how)
     assert not iostat_json.own_layout(other[:64])
-    for chunk in (3, 250, 1 << 20):
+    for chunk in (3, 1 << 20):
         got, src = read(iostat_json, other, chunk)
         assert got.equals(want), (how, chunk)
         assert src.notes == want_src.notes
@@ -66,7 +66,7 @@ def test_sadf_any_layout_gives_the_rows_of_its_own(name: str, how: str) -> None:
     kw: dict[str, Any] = {}
     want, want_src = read(sadf_json, data, 1 << 20, **kw)
     other = relayout(data, how)
-    for chunk in (5, 700, 1 << 20):
+    for chunk in (5, 1 << 20):
         got, src = read(sadf_json, other, chunk, **kw)
         assert got.equals(want), (how, chunk)
         assert src.notes == want_src.notes  # (restart records counted in both)

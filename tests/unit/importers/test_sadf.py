@@ -636,3 +636,18 @@ def test_csv_dst_fall_back_repeat_across_pieces() -> None:
     ts = pieces.df.filter(pl.col("device") == "sda")["ts"]
     assert ts.len() == len(local)
     assert set(ts.diff().drop_nulls().dt.total_seconds().to_list()) == {600}
+
+
+def test_json_lost_entry_opener_counts_the_entry_lines() -> None:
+    """An entry whose opening '{' line is lost is not read; with --lenient its two refused
+    lines and its nine other lines are all counted as skipped."""
+    lines = (SADF / f"{V12}-sadf-j-uALL.json").read_bytes().split(b"\n")
+    at = lines.index(b"\t\t\t\t{")
+    end = lines.index(b"\t\t\t\t},", at)
+    bad = b"\n".join(lines[:at] + lines[at + 1:])
+    with pytest.raises(InputFormatError) as exc:
+        parse_bytes(bad)
+    assert exc.value.line_no == at + 1  # (its timestamp line, now where the '{' was)
+    frame, src = parse_bytes(bad, lenient=True)
+    assert (len(frame), src.skipped) == (28, end - at)  # the entry's lines but the lost one
+    assert any("opening '{' is lost" in e for e in src.skipped_examples)
