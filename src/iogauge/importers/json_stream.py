@@ -17,13 +17,15 @@ scanned for the JSON structure, vectorised (numpy):
   a ``statistics`` one; inside it, the brackets that return to its depth delimit the
   entries, found for all entries of a piece at once.
 
-The complete entries of a piece are decoded in one ``json.loads`` (an entry that does not
-decode is found by decoding them one by one, and named by its line); an entry still open at
-the end of a piece is carried to the next. Everything that is not inside a statistics entry
-— the host keys, ``restarts``, the brackets and the commas between entries, with each entry
-replaced by ``{}`` and as many line breaks as it held — is kept as the document's
-*skeleton* (some 2 % of the input), parsed at the end so that the document is checked as a
-JSON parser would check it, line numbers included.
+The complete entries of a piece are read by ``polars.read_json`` in one call, as a table
+(:class:`Batch`); when polars refuses them (an entry malformed or not an object, bytes that
+are not UTF-8), they are decoded one by one with ``json.loads``, the bad one named by the
+line where the parser stops. An entry still open at the end of a piece is carried to the
+next. Everything that is not inside a statistics entry — the host keys, ``restarts``, the
+brackets and the commas between entries, with each entry replaced by ``{}`` and as many
+line breaks as it held — is kept as the document's *skeleton* (a few per cent of an
+indented input, almost nothing of one on one line), parsed at the end so that the document
+is checked as a JSON parser would check it, line numbers included.
 
 A document that ends inside a statistics entry (a cut) keeps its complete entries and says
 where it was cut; one whose entry does not close because of damage (an entry that stops

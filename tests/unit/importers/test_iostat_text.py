@@ -764,7 +764,10 @@ def _same(a: tuple[Any, ...], b: tuple[Any, ...]) -> None:
         # how far the paths had linked when they met the line
         assert a[2:] == b[2:]
     else:
-        assert a[1:] == b[1:]
+        # (the skipped lines listed in line order: the general path reports an unreadable
+        # time stamp when the piece's times are decided, after a bad row further on - a
+        # hypothesis run on 2026-11-24 found 1522 and 1691 listed in either order)
+        assert (a[1], a[2], sorted(a[3])) == (b[1], b[2], sorted(b[3]))
 
 
 class _Count:
@@ -812,6 +815,7 @@ _DAMAGE = st.sampled_from(["row", "nan", "banner", "drop", "stamp", "cpu", "head
 # (a stamp line lost: the steady piece after the general path's open report took the time
 # before that report as its first report's previous one - interval 3 s instead of 1 s)
 @example(damage=[("drop", 0.8272211223013826)], cut=None, chunk=8000, lenient=False)
+@example(damage=[("row", 0.3125), ("stamp", 0.28125)], cut=None, chunk=13937, lenient=True)
 def test_steady_and_general_paths_agree_on_damaged_logs(
         damage: list[tuple[str, float]], cut: float | None, chunk: int, lenient: bool) -> None:
     """A -t log (the RHEL6 capture) with lines damaged, inserted or dropped anywhere, maybe
