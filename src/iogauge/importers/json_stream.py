@@ -337,7 +337,7 @@ class HostsDocument:
                 for s, e in zip(starts, ends, strict=True):
                     text = blob[s:e]
                     try:
-                        obj = json.loads(_text(text))
+                        obj = json.loads(decode(text))
                     except json.JSONDecodeError as exc:
                         self._refuse_entry(text, lines[k], exc)
                     else:
@@ -425,7 +425,7 @@ class HostsDocument:
         head = head[:_KEY_BEFORE.search(head).start()]  # type: ignore[union-attr]
         head = head.rstrip().removesuffix(b",")
         try:
-            info = json.loads(_text(head + b"}"))
+            info = json.loads(decode(head + b"}"))
         except json.JSONDecodeError as exc:
             first = self._skel.count(b"\n", 0, self._host_open) + 1
             self._not_json(first + exc.lineno - 1, exc.msg)
@@ -463,7 +463,7 @@ class HostsDocument:
             src.note(f"the document ends before its closing brackets (cut while {self.tool} "
                      "was running?); every complete report was kept")
             return
-        skel = _text(bytes(self._skel))
+        skel = decode(bytes(self._skel))
         self._skel = bytearray()
         decoder = json.JSONDecoder()
         pos = 0
@@ -494,14 +494,6 @@ def _chunks(head: bytes, stream: BinaryIO, size: int) -> Iterator[bytes]:
         block = stream.read(size)
 
 
-def _text(data: bytes) -> str:
-    """UTF-8, or cp1252 for bytes that are not (as :func:`decode`)."""
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError:
-        return data.decode("cp1252", errors="replace")
-
-
 _LAST_TOKEN = re.compile(r"\s*\S*\s*")
 
 
@@ -515,7 +507,7 @@ def cut_short(text: str, exc: json.JSONDecodeError) -> bool:
 
 def _damage(text: bytes) -> json.JSONDecodeError | None:
     """Why an entry that does not close is damage rather than a cut (:func:`cut_short`)."""
-    s = _text(text)
+    s = decode(text)
     try:
         json.JSONDecoder().raw_decode(s)
     except json.JSONDecodeError as exc:
