@@ -57,32 +57,56 @@ request completed" (Oracle prints nothing there).
 A file may hold several reports one after another (one per snapshot pair); each is an interval.
 Such a file is read a piece of whole reports at a time (:func:`iter_reports`: cut before a
 report's title line), so memory holds one piece, not the file, and the rows of a piece's
-reports become one SampleFrame (a frame a report made a file of small reports slow): 100 MB
-of AWR reports (``benchmarks/import_memory.py``: 24,373 copies of the 19c excerpt) import to
-Parquet at 0.22 GB peak in 31-33 s, where reading the whole file took 2.89 GB in 237 s (same
-rows and wait events).
+reports become one SampleFrame and one WaitEventFrame.
 A file cut off inside a section keeps the sections that were complete (a table is complete
 when its closing rule, the next title or -- for wait lists -- the blank line after it was
 read) and drops the cut one, with a note.
+
+How a piece is read (no Python loop over its lines):
+
+* its lines are classified at once by polars (section titles, rules of dashes, footers, blank
+  lines, lines of numbers only, the header lines that can hold a snapshot time, block size or
+  host), each class kept as a sorted list of line numbers;
+* Python then walks the reports and their tables, a few binary searches in those lists a
+  table (where its rule is, where it ends, which lines are its records -- a two-line table's
+  records are found by a regular expression over one letter a line);
+* the records are cut into cells and converted by polars a layout at a time (the reports of
+  a file repeat the same layouts): a line with nothing but spaces outside its columns' rules
+  is sliced by column, any other one (a value wider than its column) is cut word by word as
+  before; a number is read from its text with the multiplier's power of ten written into
+  its exponent, so it is rounded once, as ``float(Decimal(text) * multiplier)`` rounds it;
+* a table holding anything to refuse or to note (a value that is not a number, ``#``, a name
+  missing, a file listed twice) is read row by row as before, which names each refused line;
+  the notes and refusals of a piece reach the Source in the order of the file.
+
+100 MB of AWR reports (``benchmarks/import_memory.py``: 24,373 copies of the 19c excerpt, each a
+day later) import to Parquet in 9.8-12.0 s at 0.24 GB peak, where reading each line in Python
+took 31.0-34.0 s at 0.22 GB, and reading the whole file at once (before pieces) 237 s at
+2.89 GB; rows and wait events are the same.
 """
 
 from __future__ import annotations
 
+import bisect
+import functools
 import io
 import itertools
 import re
-from collections.abc import Callable, Iterator
+import sys
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from decimal import Decimal, InvalidOperation
+from fractions import Fraction
 from pathlib import Path
 from typing import Any, BinaryIO
 
+import numpy as np
 import polars as pl
 
 from iogauge.importers.base import Source
 from iogauge.importers.io import decode, encoding_of
-from iogauge.model.sampleframe import SampleFrame
+from iogauge.model.sampleframe import SCHEMA, TS_DTYPE, SampleFrame
 from iogauge.model.waitevents import WAIT_SCHEMA, WaitEventFrame
 
 DEFAULT_BLOCK_BYTES = 8192
@@ -164,7 +188,7 @@ def _norm(heading: str) -> str:
 # ---------------------------------------------------------------------------------------------
 # column-ruled tables
 # ---------------------------------------------------------------------------------------------
-@dataclass
+@dataclass(frozen=True)
 class _Col:
     name: str  # heading words joined by one space
     start: int
@@ -175,12 +199,6 @@ class _Col:
 def _is_rule(line: str) -> bool:
     """A column rule: dashes (or Statspack's ``~``) from column 1, runs split by spaces."""
     return bool(line) and line[0] in "-~" and "-" in line and set(line.rstrip()) <= {"-", "~", " "}
-
-
-def _is_footer(line: str) -> bool:
-    """The indented rule SQL*Plus prints after each section (repfooter)."""
-    s = line.strip()
-    return bool(s) and not line[:1].strip() and len(s) >= 20 and set(s) == {"-"}
 
 
 def _spans(rule: str) -> list[tuple[int, int]]:
@@ -211,10 +229,10 @@ def _columns(header: list[str], rule: str, text_names: set[str]) -> list[_Col]:
     for line in header:
         for start, end, tok in _tokens(line):
             words[_span_of(start, end, spans)].append(tok)
-    cols = [_Col(" ".join(w), a, b) for w, (a, b) in zip(words, spans, strict=True)]
-    for c in cols:
-        c.text = _norm(c.name) in text_names or _norm(c.name).endswith(("event", "tablespace"))
-    return cols
+    names = [" ".join(w) for w in words]
+    return [_Col(name, a, b, _norm(name) in text_names
+                 or _norm(name).endswith(("event", "tablespace")))
+            for name, (a, b) in zip(names, spans, strict=True)]
 
 
 def _cells(line: str, cols: list[_Col]) -> list[str]:
@@ -242,92 +260,6 @@ class _Table:
     rows: list[tuple[int, list[str], int | None, list[str] | None]] = field(
         default_factory=list)
     complete: bool = False
-
-
-def _header_block(lines: list[tuple[int, str]], i_title: int, title_end: int,
-                  limit: int) -> tuple[list[str], int]:
-    """Heading lines above the first rule after the title, and the rule's index."""
-    header: list[str] = []
-    first = lines[i_title][1]
-    rest = " " * title_end + first[title_end:]  # words beside the title are headings (Top 5)
-    header.append(rest.replace("~", " "))
-    for j in range(i_title + 1, min(len(lines), i_title + limit)):
-        line = lines[j][1]
-        if _is_rule(line):
-            return header, j
-        cleaned = line.replace("~", " ")
-        if not cleaned.strip() or line.lstrip().startswith("->"):
-            header = []
-            continue
-        header.append(cleaned)
-    if i_title + limit >= len(lines):
-        raise _Cut
-    raise _BadLine(lines[i_title][0], "section title without a rule of dashes under its "
-                   "column headings within the next lines")
-
-
-def _read_table(lines: list[tuple[int, str]], i_title: int, title: str, title_end: int,
-                text_names: set[str], two_level_allowed: bool,
-                bad: Callable[[int | None, str], None]) -> tuple[_Table, int]:
-    header, i_rule = _header_block(lines, i_title, title_end, 25)
-    cols = _columns(header, lines[i_rule][1], text_names)
-    cols2: list[_Col] | None = None
-    i = i_rule + 1
-    if two_level_allowed:
-        # Statspack/AWR file and tablespace I/O: "Tablespace  Filename" over one rule, the
-        # numbers (NEWLINE columns) under a second one, each record printed on two lines.
-        for j in range(i, min(len(lines), i + 5)):
-            line = lines[j][1]
-            if not line.strip():
-                break
-            if _is_rule(line):
-                cols2 = _columns([x.replace("~", " ") for _, x in lines[i:j]], line, text_names)
-                i = j + 1
-                break
-    table = _Table(title, lines[i_title][0], cols, cols2)
-    pending: tuple[int, list[str]] | None = None
-    while i < len(lines):
-        line_no, line = lines[i]
-        if _is_footer(line) or line.startswith("End of Report") or _is_title(line):
-            if pending is not None:
-                bad(pending[0], f"{title}: no line of numbers under this one")
-            table.complete = True
-            return table, i
-        if not line.strip():
-            if cols2 is None and table.rows:
-                table.complete = True
-                return table, i + 1
-            i += 1
-            continue
-        if cols2 is None:
-            table.rows.append((line_no, _cells(line, cols), None, None))
-        elif pending is None:
-            if _numeric_line(line):
-                bad(line_no, f"{title}: numbers without the tablespace/file line before them")
-            else:
-                pending = (line_no, _cells(line, cols))
-        elif (len(cols) > 1 and not _numeric_line(line)
-              and not line[:cols[-1].start].strip()):
-            pending[1][-1] += line[cols[-1].start:].strip()  # a file name continued
-        else:
-            # the numbers of the pending record; a value that is not a number is refused
-            # with its line when the record is turned into a row
-            table.rows.append((pending[0], pending[1], line_no, _cells(line, cols2)))
-            pending = None
-        i += 1
-    table.complete = False  # end of file inside the table
-    return table, i
-
-
-def _numeric_line(line: str) -> bool:
-    toks = line.split()
-    return bool(toks) and all(_NUM_RE.fullmatch(t) or _SUFFIXED_RE.fullmatch(t)
-                              or set(t) == {"#"} for t in toks)
-
-
-def _is_title(line: str) -> bool:
-    return bool(_TOP_RE.match(line) or _WAITS_RE.match(line) or _FILE_RE.match(line)
-                or _TS_RE.match(line) or _ANY_TITLE_RE.match(line))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -371,7 +303,6 @@ def _f(value: Decimal | None) -> float | None:
 @dataclass
 class _Report:
     start_line: int
-    lines: list[tuple[int, str]]
     db_name: str | None = None
     instance: str | None = None
     host: str | None = None
@@ -440,49 +371,239 @@ def _parse_piece(data: bytes, source: Source, fmt: str, start_re: re.Pattern[str
                  ) -> SampleFrame | None:
     """The rows of the whole reports in ``data`` (lines ``line_base + 1`` on; ``first``:
     the file's start, ``final``: its end)."""
-    text = decode(data)
     # split on \n only (str.splitlines() also breaks at form feeds and would shift line
     # numbers); a form feed at a page start is dropped from the line
-    lines = [(i, raw.rstrip("\r").lstrip("\x0c"))
-             for i, raw in enumerate(text.split("\n"), line_base + 1)]
-    del text
-    if lines and lines[-1][1] == "":
-        lines.pop()
-    if final and data and not data.endswith(b"\n") and lines:
-        n, _ = lines.pop()  # a partial last line: the section holding it counts as cut
-        source.note(f"line {n} is cut off (no line end); it was not read")
-    starts = [k for k, (_, line) in enumerate(lines) if start_re.match(line)]
+    raw = decode(data).split("\n")
+    if raw and _clean(raw[-1]) == "":
+        raw.pop()
+    if final and data and not data.endswith(b"\n") and raw:
+        raw.pop()  # a partial last line: the section holding it counts as cut
+        source.note(f"line {line_base + len(raw) + 1} is cut off (no line end); it was not read")
+    pc = _Piece.of(raw, line_base, start_re)
+    starts = pc.idx["start"]
     if not starts:
         source.bad_line(None, f"no '{title}' line: not a report of this kind")
         return None
     if first:
-        before = next(((n, line) for n, line in lines[:starts[0]] if line.strip()), None)
+        before = pc.first("text", 0, starts[0])
         if before is not None:
-            source.bad_line(before[0], "text before the first report title")
-    file_rows: list[dict[str, Any]] = []
-    wait_rows: list[dict[str, Any]] = []
-    bounds = [*starts, len(lines)]
-    for a, b in itertools.pairwise(bounds):
-        report = _Report(start_line=lines[a][0], lines=lines[a:b])
-        _parse_one(report, source, fmt, file_rows, wait_rows, last=final and b == len(lines))
-    if wait_rows:
-        source.waits.append(WaitEventFrame(pl.DataFrame(wait_rows, schema=WAIT_SCHEMA)))
-    return SampleFrame.from_records(file_rows) if file_rows else None
+            source.bad_line(pc.no(before), "text before the first report title")
+    out = _Out(pc=pc, fmt=fmt)
+    bounds = [*starts, pc.n]
+    for r, (a, b) in enumerate(itertools.pairwise(bounds)):
+        _scan_report(out, source, r, a, b, last=final and b == pc.n)
+    waits = _wait_frame(out)
+    files = _file_frame(out)
+    _fallback(out)
+    out.events.replay(source)
+    waits = _with_rows(waits, out.fallback_waits, WAIT_SCHEMA)
+    files = _with_rows(files, out.fallback_files, _FILE_SCHEMA)
+    if waits is not None and waits.height:
+        source.waits.append(WaitEventFrame(waits))
+    return SampleFrame(files) if files is not None and files.height else None
 
 
-def _parse_one(rep: _Report, source: Source, fmt: str, file_rows: list[dict[str, Any]],
-               wait_rows: list[dict[str, Any]], *, last: bool) -> None:
-    """Read one report: its file rows and wait events are added to the lists."""
-    lines = rep.lines
-    _read_header(rep)
+# ---------------------------------------------------------------------------------------------
+# a piece of reports: its lines classified at once
+# ---------------------------------------------------------------------------------------------
+def _clean(line: str) -> str:
+    return line.rstrip("\r").lstrip("\x0c")
+
+
+#: The line classes a piece is read by, as polars (Rust) regexes: Rust's regex has no
+#: look-ahead, so a title's tail is matched rather than looked at (only whether a line
+#: matches is asked here; the Python patterns then read the few title lines).
+_V_TAIL = r"(?:\s+for DB:|\s{2,}DB/Inst:|\s*$)"
+_V_WORD = r"(?:[\d,]*\.?\d+(?:[eE][-+]?\d+)?|[\d,]*\.?\d+[KMGTP]|#+)"
+_V_CLASSES = {
+    "top": _TOP_RE.pattern,
+    "waits": r"^(?:Foreground |Background )?Wait Events(?: \(fg and bg\))?" + _V_TAIL,
+    "file": r"^(?:File IO Stats|File IO Statistics)" + _V_TAIL,
+    "ts": r"^(?:Tablespace IO Stats|Tablespace IO Summary)" + _V_TAIL,
+    "title": _ANY_TITLE_RE.pattern,
+    "footer": r"^\s+-{20,}\s*$",  # the indented rule SQL*Plus prints after a section
+    "blank": r"^\s*$",
+    "reset": r"^[\s~]*$|^\s*->",  # a line after which column headings start anew
+    "numeric": rf"^\s*{_V_WORD}(?:\s+{_V_WORD})*\s*$",  # numbers (or '#' runs) only
+    "head": "|".join(f"(?:{p.pattern})" for p in (_SNAP_RE, _SNAP8_RE, _ELAPSED_RE, _BLOCK_K_RE,
+                                                   _BLOCK_B_RE, _HOST_RE)),
+}
+#: the letters of a two-line table's lines (see _RECORD_RE); X: not yet told T from C
+_B, _N, _X, _C, _T = (ord(c) for c in "BNXCT")
+#: a two-line table's lines, one letter each (B blank, N numbers only, T text, C a text line
+#: indented to the last column: a long file name continued) -> its records, as reading it
+#: line by line with one record pending finds them: N alone is numbers without their text
+#: line, T/C ... T/N a record (blank lines and continuations between; a text line where the
+#: numbers should be is taken as the numbers, and refused when converted), T/C ... at the
+#: end a record without numbers
+_RECORD_RE = re.compile(r"B|N|[TC][BC]*[TN]|[TC][BC]*$")
+
+
+@dataclass
+class _Piece:
+    """The lines of a piece (index k is line ``base + 1 + k`` of the file) and, for each line
+    class, the sorted indices of its lines; ``series`` holds the lines cleaned of CR and
+    form feeds, ``code`` B/N/X per line (blank, numbers only, other) and ``lead`` the
+    width of each line's indent."""
+
+    raw: list[str]
+    base: int
+    n: int
+    series: pl.Series
+    idx: dict[str, list[int]]
+    code: np.ndarray
+    lead: np.ndarray
+
+    @classmethod
+    def of(cls, raw: list[str], base: int, start_re: re.Pattern[str]) -> _Piece:
+        series = (pl.Series("l", raw, dtype=pl.String)
+                  .str.strip_chars_end("\r").str.strip_chars_start("\x0c"))
+        col = pl.col("l")
+        classes = {name: col.str.contains(p) for name, p in _V_CLASSES.items()}
+        masks = pl.DataFrame([series]).select(
+            start=col.str.contains(start_re.pattern),
+            rule=col.str.contains(r"^[-~][-~ ]*\s*$") & col.str.contains("-", literal=True),
+            end=col.str.starts_with("End of Report"),
+            lead=col.str.len_chars() - col.str.strip_chars_start().str.len_chars(),
+            **classes)
+        arr = {name: masks[name].to_numpy() for name in masks.columns}
+        interest = arr["top"] | arr["waits"] | arr["file"] | arr["ts"]
+        idx = {name: np.flatnonzero(arr[name]).tolist()
+               for name in ("start", "rule", "blank", "reset", "head")}
+        idx["text"] = np.flatnonzero(~arr["blank"]).tolist()
+        idx["interest"] = np.flatnonzero(interest).tolist()
+        idx["waits_top"] = np.flatnonzero(arr["top"] | arr["waits"]).tolist()
+        # what ends a table (_read_table): a footer rule, End of Report, any section title
+        idx["term"] = np.flatnonzero(interest | arr["title"] | arr["footer"] | arr["end"]).tolist()
+        code = np.full(len(raw), _X, dtype=np.uint8)
+        code[arr["numeric"]] = _N
+        code[arr["blank"]] = _B
+        return cls(raw=raw, base=base, n=len(raw), series=series, idx=idx, code=code,
+                   lead=arr["lead"])
+
+    def line(self, k: int) -> str:
+        return _clean(self.raw[k])
+
+    def no(self, k: int) -> int:
+        return self.base + 1 + k
+
+    def first(self, name: str, lo: int, hi: int) -> int | None:
+        """The first line of class ``name`` in [lo, hi), or None."""
+        ks = self.idx[name]
+        j = bisect.bisect_left(ks, lo)
+        return ks[j] if j < len(ks) and ks[j] < hi else None
+
+    def last(self, name: str, lo: int, hi: int) -> int | None:
+        """The last line of class ``name`` in [lo, hi), or None."""
+        ks = self.idx[name]
+        j = bisect.bisect_left(ks, hi) - 1
+        return ks[j] if j >= 0 and ks[j] >= lo else None
+
+    def between(self, name: str, lo: int, hi: int) -> list[int]:
+        ks = self.idx[name]
+        return ks[bisect.bisect_left(ks, lo):bisect.bisect_left(ks, hi)]
+
+
+@dataclass
+class _Spec:
+    """A complete table of a report, as found: its columns and the lines of its records."""
+
+    order: int  # place in the piece (document order)
+    rep: int  # the report (index into _Out.meta)
+    seq: int  # place in the report (of its section titles)
+    kind: str  # top | waits | file | tablespace
+    section: str  # the wait section's name (wait tables)
+    title: str
+    title_line: int
+    cols: list[_Col]
+    cols2: list[_Col] | None
+    first: list[int]  # line index of each record (of its first line in two-line tables)
+    second: list[int]  # line index of each record's numbers (two-line tables)
+    more: dict[int, str]  # record -> the file name's continuation lines, joined
+
+
+@dataclass
+class _Meta:
+    """What every row of a report carries."""
+
+    r: int  # the report's place in the piece
+    rep: _Report
+    ts: datetime
+    interval_s: Decimal
+    host: str
+
+
+class _Events:
+    """Notes and refused lines, kept with the place where reading the piece line by line
+    meets them -- (report, table, 0 while finding the table's lines / 1 while converting
+    them) -- and given to the Source in that order at the piece's end: the tables are
+    converted a layout at a time, not in the order of the file."""
+
+    def __init__(self) -> None:
+        self.items: list[tuple[tuple[int, int, int, int], bool, int | None, str]] = []
+
+    def bad(self, key: tuple[int, int, int], line_no: int | None, reason: str) -> None:
+        self.items.append(((*key, len(self.items)), False, line_no, reason))
+
+    def note(self, key: tuple[int, int, int], message: str) -> None:
+        self.items.append(((*key, len(self.items)), True, None, message))
+
+    def replay(self, source: Source) -> None:
+        for _key, is_note, line_no, text in sorted(self.items, key=lambda item: item[0]):
+            if is_note:
+                source.note(text)
+            else:
+                source.bad_line(line_no, text)
+
+
+class _Sink:
+    """The Source of a table read the old way (:class:`_Ctx`): its refusals become events."""
+
+    def __init__(self, events: _Events, key: tuple[int, int, int]) -> None:
+        self.events = events
+        self.key = key
+
+    def bad_line(self, line_no: int | None, reason: str) -> None:
+        self.events.bad(self.key, line_no, reason)
+
+
+@dataclass
+class _Out:
+    pc: _Piece
+    fmt: str
+    meta: list[_Meta] = field(default_factory=list)
+    specs: list[_Spec] = field(default_factory=list)
+    events: _Events = field(default_factory=_Events)
+    #: report -> notes of its tables (given sorted after the report, as _Ctx.notes were)
+    notes: dict[int, set[str]] = field(default_factory=dict)
+    #: specs whose rows are made one at a time (a value that is not a number, a '#', ...)
+    fallback: list[tuple[_Spec, list[list[str]], list[list[str]] | None]] = field(
+        default_factory=list)
+    fallback_waits: list[tuple[int, int, dict[str, Any]]] = field(default_factory=list)
+    fallback_files: list[tuple[int, int, dict[str, Any]]] = field(default_factory=list)
+
+    def bad(self, r: int, seq: int, line_no: int | None, reason: str) -> None:
+        self.events.bad((r, seq, 0), line_no, reason)
+
+    def note(self, r: int, seq: int, message: str) -> None:
+        self.events.note((r, seq, 0), message)
+
+
+_LAST = 1 << 30  # (the place of a report's notes: after its tables)
+
+
+def _scan_report(out: _Out, source: Source, r: int, a: int, b: int, *, last: bool) -> None:
+    """Find the header and the tables of the report on lines [a, b): the tables' lines go
+    to ``out.specs``; nothing is converted yet."""
+    pc = out.pc
+    rep = _Report(start_line=pc.no(a))
+    _read_header(out, r, rep, a, b)
     if rep.end is None or (rep.begin is None and rep.elapsed_min is None):
-        reached_sections = any(_TOP_RE.match(x) or _WAITS_RE.match(x) or _FILE_RE.match(x)
-                               for _, x in lines)
-        if last and not reached_sections:
-            source.note(f"the report from line {rep.start_line} is cut off before its snapshot "
-                        "times; nothing of it was read")
+        if last and pc.first("interest", a, b) is None:
+            out.note(r, -1, f"the report from line {rep.start_line} is cut off before its "
+                     "snapshot times; nothing of it was read")
         else:
-            source.bad_line(rep.start_line, "report without its Begin Snap / End Snap times")
+            out.bad(r, -1, rep.start_line, "report without its Begin Snap / End Snap times")
         return
     interval_s: Decimal
     if rep.begin is not None and rep.end > rep.begin:
@@ -490,74 +611,63 @@ def _parse_one(rep: _Report, source: Source, fmt: str, file_rows: list[dict[str,
     elif rep.elapsed_min is not None and rep.elapsed_min > 0:
         interval_s = rep.elapsed_min * 60
     else:
-        source.bad_line(rep.start_line, "End Snap is not after Begin Snap")
+        out.bad(r, -1, rep.start_line, "End Snap is not after Begin Snap")
         return
     tz = source.tz
     if tz is None:
-        source.note("Statspack/AWR snapshot times carry no zone; assumed UTC (use --tz to give "
-                    "the database host's zone)")
+        out.note(r, -1, "Statspack/AWR snapshot times carry no zone; assumed UTC (use --tz to "
+                 "give the database host's zone)")
         ts = rep.end.replace(tzinfo=UTC)
     else:
         ts = rep.end.replace(tzinfo=tz).astimezone(UTC)
     host = rep.host or source.host or Path(source.path).stem
-    ctx = _Ctx(source=source, fmt=fmt, ts=ts, interval_s=interval_s, host=host, rep=rep)
-    i = 0
-    while i < len(lines):
-        line = lines[i][1]
+    r_meta = len(out.meta)
+    out.meta.append(_Meta(r=r, rep=rep, ts=ts, interval_s=interval_s, host=host))
+    out.notes[r_meta] = set()
+    i = a
+    for seq, t in enumerate(pc.between("interest", a, b)):
+        if t < i:
+            continue  # (inside the table read last)
+        line = pc.line(t)
         m_top, m_w = _TOP_RE.match(line), _WAITS_RE.match(line)
         m_f, m_t = _FILE_RE.match(line), _TS_RE.match(line)
         m = m_top or m_w or m_f or m_t
-        if m is None:
-            i += 1
+        if m is None:  # pragma: no cover - the polars classes match as these patterns do
             continue
         kind = "top" if m_top else "waits" if m_w else "file" if m_f else "tablespace"
         text_names = _WAIT_TEXT if kind in ("top", "waits") else _FILE_TEXT
         try:
-            table, i = _read_table(lines, i, m.group(1), m.end(1) if kind == "top" else len(line),
-                                   text_names, two_level_allowed=kind in ("file", "tablespace"),
-                                   bad=source.bad_line)
+            spec, i = _read_table(out, r, seq, t, b, m.group(1),
+                                  m.end(1) if kind == "top" else len(line), text_names,
+                                  two_level_allowed=kind in ("file", "tablespace"))
         except _BadLine as exc:
-            source.bad_line(exc.line_no, exc.reason)
-            i += 1
+            out.bad(r, seq, exc.line_no, exc.reason)
+            i = t + 1
             continue
         except _Cut:
-            source.note(f"'{m.group(1)}' (line {lines[i][0]}) is cut off by the end of the file "
-                        "before its column headings; nothing of it was read")
+            out.note(r, seq, f"'{m.group(1)}' (line {pc.no(t)}) is cut off by the end of the "
+                     "file before its column headings; nothing of it was read")
             break
-        if not table.complete:
-            source.note(f"'{table.title}' (line {table.title_line}) is cut off by the end of the "
-                        f"file; its {len(table.rows)} rows were dropped so that only complete "
-                        "sections are kept")
+        if spec is None:
             continue
-        try:
-            if kind in ("top", "waits"):
-                ctx.add_waits(table, "top timed events" if kind == "top" else m.group(1).lower())
-            else:
-                ctx.add_files(table, kind)
-        except _BadLine as exc:
-            source.bad_line(exc.line_no, exc.reason)
-    for note in sorted(ctx.notes):
-        source.note(note)
-    wait_rows += ctx.wait_rows
-    file_rows += ctx.file_rows
+        spec.order, spec.rep, spec.seq, spec.kind = len(out.specs), r_meta, seq, kind
+        spec.section = "top timed events" if kind == "top" else m.group(1).lower()
+        out.specs.append(spec)
 
 
-def _read_header(rep: _Report) -> None:
-    """Snapshot times, names and block size, from the lines before the first section."""
-    lines = rep.lines
-    for k, (_, line) in enumerate(lines):
+def _read_header(out: _Out, r: int, rep: _Report, a: int, b: int) -> None:
+    """Snapshot times, names and block size, from the lines before the first wait section
+    (only the lines that can hold them are looked at)."""
+    pc = out.pc
+    stop = pc.first("waits_top", a, b)
+    hi = b if stop is None else stop + 1
+    for k in sorted({*pc.between("head", a, hi), *pc.between("rule", a, hi)}):
+        line = pc.line(k)
         if rep.end is None or rep.block_bytes is None:
-            m = _SNAP_RE.match(line)
-            if m:
-                when = _oracle_time(m.group(3))
-                if m.group(1) == "Begin":
-                    rep.begin = when
-                else:
-                    rep.end = when
-            m8 = _SNAP8_RE.match(line)
-            if m8 and rep.end is None:
-                rep.begin, rep.end = _oracle_time(m8.group(3)), _oracle_time(m8.group(4))
-                rep.elapsed_min = Decimal(m8.group(5).replace(",", ""))
+            try:
+                _read_snap(rep, line)
+            except ValueError as exc:  # a date that is not one (31-Feb-07)
+                out.bad(r, -1, pc.no(k), f"{exc.args[0]!r} is not a date and time")
             me = _ELAPSED_RE.match(line)
             if me:
                 rep.elapsed_min = Decimal(me.group(1).replace(",", ""))
@@ -570,11 +680,10 @@ def _read_header(rep: _Report) -> None:
             mh = _HOST_RE.match(line)
             if mh and rep.host is None:
                 rep.host = mh.group(1)
-        if _is_rule(line) and k > 0 and k + 1 < len(lines):
-            names = _columns([lines[k - 1][1].replace("~", " ")], line, set())
-            values = _cells(lines[k + 1][1], [_Col(c.name, c.start, c.end, True) for c in names])
-            for col, value in zip(names, values, strict=True):
-                key = _norm(col.name)
+        if _is_rule(line) and a < k < b - 1:
+            under = pc.line(k + 1)
+            for key, start, stop in _header_names(pc.line(k - 1), line):
+                value = under[start:stop].strip()
                 if not value:
                     continue
                 if key in ("dbname", "database") and rep.db_name is None:
@@ -583,22 +692,161 @@ def _read_header(rep: _Report) -> None:
                     rep.instance = value.split()[0]
                 elif key in ("host", "hostname") and rep.host is None:
                     rep.host = value.split()[0]
-        if _TOP_RE.match(line) or _WAITS_RE.match(line):
-            break
 
 
-def _oracle_time(text: str) -> datetime:
-    for fmt in ("%d-%b-%y %H:%M:%S", "%d-%b-%Y %H:%M:%S"):
-        try:
-            return datetime.strptime(text, fmt)
-        except ValueError:
+def _read_snap(rep: _Report, line: str) -> None:
+    """A Begin Snap / End Snap line, or 8i's snapshot table row."""
+    m = _SNAP_RE.match(line)
+    if m:
+        when = _oracle_time(m.group(3))
+        if m.group(1) == "Begin":
+            rep.begin = when
+        else:
+            rep.end = when
+    m8 = _SNAP8_RE.match(line)
+    if m8 and rep.end is None:
+        rep.begin, rep.end = _oracle_time(m8.group(3)), _oracle_time(m8.group(4))
+        rep.elapsed_min = Decimal(m8.group(5).replace(",", ""))
+
+
+_NAME_KEYS = frozenset({"dbname", "database", "instance", "host", "hostname"})
+
+
+@functools.lru_cache(maxsize=256)
+def _header_names(heading: str, rule: str) -> tuple[tuple[str, int, int], ...]:
+    """The columns of a header table (one heading line over its rule) that name the database,
+    instance or host: (heading, first character, end of the slice), the slice of the line
+    under them as :func:`_cells` cuts a text column (to the next column, or to the end of
+    the line). The reports of a file repeat the same few header tables."""
+    cols = _columns([heading.replace("~", " ")], rule, set())
+    stops = [c.start for c in cols[1:]] + [sys.maxsize]
+    return tuple((_norm(c.name), c.start, stop) for c, stop in zip(cols, stops, strict=True)
+                 if _norm(c.name) in _NAME_KEYS)
+
+
+@functools.lru_cache(maxsize=4096)
+def _columns_of(header: tuple[str, ...], rule: str, text_names: frozenset[str]) -> list[_Col]:
+    """:func:`_columns`, once per layout: the reports of a file print the same headings over
+    and over, and the tables of one layout are converted together (the list is shared: it
+    must not be changed)."""
+    return _columns(list(header), rule, set(text_names))
+
+
+def _read_table(out: _Out, r: int, seq: int, i_title: int, b: int, title: str,
+                title_end: int, text_names: set[str], *, two_level_allowed: bool
+                ) -> tuple[_Spec | None, int]:
+    """The table whose title is on line ``i_title`` (the report ends before ``b``): its
+    columns and the lines of its records, and where reading goes on. None for a table cut
+    off by the end of the file (a note says so)."""
+    pc = out.pc
+    rule = pc.first("rule", i_title + 1, min(b, i_title + _HEADING_LINES))
+    if rule is None:
+        if i_title + _HEADING_LINES >= b:
+            raise _Cut
+        raise _BadLine(pc.no(i_title), "section title without a rule of dashes under its "
+                       "column headings within the next lines")
+    # the headings: the lines above the rule, from the last blank or '->' line on (the words
+    # beside the title count when there is none: Top 5)
+    reset = pc.last("reset", i_title + 1, rule)
+    if reset is None:
+        first = pc.line(i_title)
+        header = [(" " * title_end + first[title_end:]).replace("~", " ")]
+        header += [pc.line(k).replace("~", " ") for k in range(i_title + 1, rule)]
+    else:
+        header = [pc.line(k).replace("~", " ") for k in range(reset + 1, rule)]
+    names = frozenset(text_names)
+    cols = _columns_of(tuple(header), pc.line(rule), names)
+    cols2: list[_Col] | None = None
+    i = rule + 1
+    if two_level_allowed:
+        # Statspack/AWR file and tablespace I/O: "Tablespace  Filename" over one rule, the
+        # numbers (NEWLINE columns) under a second one, each record printed on two lines.
+        hi = min(b, i + 5)
+        rule2, blank = pc.first("rule", i, hi), pc.first("blank", i, hi)
+        if rule2 is not None and (blank is None or rule2 < blank):
+            cols2 = _columns_of(tuple(pc.line(k).replace("~", " ") for k in range(i, rule2)),
+                                pc.line(rule2), names)
+            i = rule2 + 1
+    term = pc.first("term", i, b)
+    end = b if term is None else term
+    spec = _Spec(order=0, rep=0, seq=0, kind="", section="", title=title, title_line=pc.no(i_title),
+                 cols=cols, cols2=cols2, first=[], second=[], more={})
+    if cols2 is None:
+        # one line a record, to the first blank line after one
+        top = pc.first("text", i, end)
+        if top is not None:
+            blank = pc.first("blank", top, end)
+            if blank is not None:
+                spec.first = list(range(top, blank))
+                return spec, blank + 1
+            spec.first = list(range(top, end))
+        return _cut(out, r, seq, spec) if term is None else (spec, term)
+    # two lines a record: each line's class, then the records as _RECORD_RE finds them
+    code = pc.code[i:end].copy()
+    if len(cols) > 1:
+        code[(code == _X) & (pc.lead[i:end] >= cols[-1].start)] = _C
+    code[code == _X] = _T
+    p_last = cols[-1].start
+    letters = code.tobytes().decode("ascii")
+    for m in _RECORD_RE.finditer(letters):
+        found = m.group()
+        k0 = i + m.start()
+        if found == "B":
             continue
-    raise ValueError(text)  # pragma: no cover - the regex admits only these shapes
+        if found == "N":
+            out.bad(r, seq, pc.no(k0), f"{title}: numbers without the tablespace/file line "
+                    "before them")
+        elif len(found) > 1 and found[-1] in "TN":
+            conts = [k0 + d for d, letter in enumerate(found) if letter == "C" and d > 0]
+            if conts:
+                spec.more[len(spec.first)] = "".join(pc.line(k)[p_last:].strip()
+                                                     for k in conts)
+            spec.first.append(k0)
+            spec.second.append(i + m.end() - 1)
+        elif term is not None:  # a text line whose numbers never came
+            out.bad(r, seq, pc.no(k0), f"{title}: no line of numbers under this one")
+    return _cut(out, r, seq, spec) if term is None else (spec, term)
+
+
+def _cut(out: _Out, r: int, seq: int, spec: _Spec) -> tuple[None, int]:
+    """A table the end of the file cut off: dropped, with a note."""
+    out.note(r, seq, f"'{spec.title}' (line {spec.title_line}) is cut off by the end of the "
+             f"file; its {len(spec.first)} rows were dropped so that only complete sections "
+             "are kept")
+    return None, out.pc.n
+
+
+#: lines after a section title within which its rule of dashes must come
+_HEADING_LINES = 25
+
+
+_MONTHS = {name: k for k, name in enumerate(
+    ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"), 1)}
+_TIME_RE = re.compile(r"(\d{1,2})-([A-Za-z]{3})-(\d{2}|\d{4}) (\d{1,2}):(\d{2}):(\d{2})")
+
+
+@functools.lru_cache(maxsize=1024)  # (a report's end is the next one's begin)
+def _oracle_time(text: str) -> datetime:
+    """``21-Aug-07 10:01:03`` (or a four-digit year), as ``strptime`` reads it with
+    ``%d-%b-%y %H:%M:%S`` or ``%Y`` (two-digit years 69-99 are 19xx, 00-68 20xx; month
+    names in any case) -- without strptime, which took a fifth of the time of a file of
+    small reports. ValueError for anything else or a date that does not exist."""
+    m = _TIME_RE.fullmatch(text)
+    month = _MONTHS.get(m.group(2).lower()) if m else None
+    if m is None or month is None:
+        raise ValueError(text)
+    day, year, hour, minute, second = (int(m.group(g)) for g in (1, 3, 4, 5, 6))
+    if len(m.group(3)) == 2:
+        year += 1900 if year >= 69 else 2000
+    try:
+        return datetime(year, month, day, hour, minute, second)
+    except ValueError:
+        raise ValueError(text) from None
 
 
 @dataclass
 class _Ctx:
-    source: Source
+    source: _Sink
     fmt: str
     ts: datetime
     interval_s: Decimal
@@ -611,15 +859,7 @@ class _Ctx:
 
     # ---- wait events ----------------------------------------------------------------------
     def add_waits(self, table: _Table, section: str) -> None:
-        mapping: list[tuple[str, Decimal | str] | None] = []
-        for col in table.cols:
-            key = _norm(col.name)
-            if key.endswith("event"):
-                mapping.append(("event", "text"))
-            elif key == "waitclass":
-                mapping.append(("wait_class", "text"))
-            else:
-                mapping.append(_WAIT_COLUMNS.get(key))
+        mapping = _wait_mapping(table.cols)
         fields = {m[0] for m in mapping if m is not None}
         if "event" not in fields or not fields & {"waits", "time_waited_s"}:
             raise _BadLine(table.title_line, f"{table.title}: column headings not recognised "
@@ -724,3 +964,391 @@ class _Ctx:
             "interval_s": float(self.interval_s), "r_iops": _f(r_iops), "w_iops": _f(w_iops),
             "r_await_ms": _f(rd_ms), "r_areq_kB": _f(areq),
         }
+
+
+# ---------------------------------------------------------------------------------------------
+# cells and values of a piece's tables, one layout at a time
+# ---------------------------------------------------------------------------------------------
+def _cell_frame(pc: _Piece, ks: list[int], cols: list[_Col], prefix: str) -> pl.DataFrame:
+    """The cells of lines ``ks`` under ``cols`` (columns ``{prefix}0``, ``{prefix}1``, ...),
+    as :func:`_cells` gives them: a text column is its slice up to the next column, a number
+    column the words in its rule's span. That holds for a line with nothing but spaces
+    outside the spans (what SQL*Plus prints); the other lines (a value wider than its
+    column, a name running past its rule) are cut by :func:`_cells` itself."""
+    col = pl.col("l")
+    exprs: list[pl.Expr] = []
+    clean = pl.lit(True)
+    gap_from = 0
+    for j, c in enumerate(cols):
+        if c.start > gap_from:
+            clean = clean & col.str.slice(gap_from, c.start - gap_from).str.contains(r"^\s*$")
+        gap_from = c.end + 1
+        if c.text:
+            length = cols[j + 1].start - c.start if j + 1 < len(cols) else None
+            cell = col.str.slice(c.start, length).str.strip_chars()
+        else:
+            cell = (col.str.slice(c.start, c.end - c.start + 1).str.strip_chars()
+                    .str.replace_all(r"\s+", " "))
+        exprs.append(cell.alias(f"{prefix}{j}"))
+    if not cols[-1].text:
+        clean = clean & col.str.slice(gap_from).str.contains(r"^\s*$")
+    frame = pl.DataFrame([pc.series.gather(ks)]).select(*exprs, clean.alias("_clean"))
+    odd = np.flatnonzero(~frame["_clean"].to_numpy())
+    frame = frame.drop("_clean")
+    if odd.size:
+        fixed = [_cells(pc.line(ks[j]), cols) for j in odd]
+        frame = frame.with_columns(
+            frame[f"{prefix}{j}"].clone().scatter(odd, [cells[j] for cells in fixed])
+            for j in range(len(cols)))
+    return frame
+
+
+_POWER = {"K": 3, "M": 6, "G": 9, "T": 12, "P": 15, "ns": -6, "us": -3, "ms": 0, "s": 3,
+          "sec": 3}
+
+
+def _scaled(digits: pl.Expr, power: pl.Expr | int) -> pl.Expr:
+    """A printed decimal (commas dropped) times 10**power, as the float nearest to it: the
+    power goes into the text as an exponent, so the value is rounded once, as
+    ``float(Decimal(text) * 10**power)`` rounds it (multiplying floats would round twice)."""
+    digits = digits.str.replace_all(",", "", literal=True)
+    if isinstance(power, int) and power == 0:
+        return digits.cast(pl.Float64, strict=False)
+    text = pl.concat_str(digits, pl.lit("e"), pl.lit(power).cast(pl.String)
+                         if isinstance(power, int) else power.cast(pl.String))
+    return text.cast(pl.Float64, strict=False)
+
+
+def _number_expr(cell: pl.Expr, power: int) -> tuple[pl.Expr, pl.Expr]:
+    """:func:`_number` times 10**power: the value (null for a blank cell) and whether the
+    row must be read by :func:`_number` itself (not a number, a '#' run with its note, an
+    exponent or digits polars does not read)."""
+    plain = cell.str.contains(r"^[\d,]*\.?\d+$")
+    suffix = cell.str.extract(r"^[\d,]*\.?\d+([KMGTP])$", 1)
+    digits = cell.str.extract(r"^([\d,]*\.?\d+)", 1)
+    value = (pl.when(plain).then(_scaled(digits, power))
+             .when(suffix.is_not_null())
+             .then(_scaled(digits, suffix.replace_strict(_POWER, default=0,
+                                                          return_dtype=pl.Int64) + power)))
+    odd = (cell != "") & value.is_null()
+    return value, odd
+
+
+def _unit_expr(cell: pl.Expr) -> tuple[pl.Expr, pl.Expr]:
+    """:func:`_with_unit_ms` (``7.38ms``, ``540us``, ``1.02 s`` -> ms) and whether the row
+    must be read by it (not a time with its unit)."""
+    parts = cell.str.extract_groups(r"^([\d,]*\.?\d+)\s*(ns|us|ms|s|sec)$")
+    power = parts.struct.field("2").replace_strict(_POWER, default=0, return_dtype=pl.Int64)
+    value = pl.when(parts.struct.field("1").is_not_null()).then(
+        _scaled(parts.struct.field("1"), power))
+    return value, (cell != "") & value.is_null()
+
+
+def _groups(specs: list[_Spec], kinds: tuple[str, ...]) -> list[list[_Spec]]:
+    """The tables of ``kinds`` by layout (their column lists are shared, see _columns_of)."""
+    out: dict[tuple[str, int, int], list[_Spec]] = {}
+    for s in specs:
+        if s.kind in kinds:
+            kind = "waits" if s.kind == "top" else s.kind
+            out.setdefault((kind, id(s.cols), id(s.cols2)), []).append(s)
+    return list(out.values())
+
+
+def _tids(specs: list[_Spec]) -> np.ndarray:
+    return np.repeat(np.arange(len(specs)), [len(s.first) for s in specs])
+
+
+def _first_cells(out: _Out, specs: list[_Spec], prefix: str) -> pl.DataFrame:
+    """The cells of the records' first lines, a long file name's continuation added."""
+    cols = specs[0].cols
+    frame = _cell_frame(out.pc, [k for s in specs for k in s.first], cols, prefix)
+    rows: list[int] = []
+    more: list[str] = []
+    offset = 0
+    for s in specs:
+        for pos, text in s.more.items():
+            rows.append(offset + pos)
+            more.append(text)
+        offset += len(s.first)
+    if rows:
+        last = f"{prefix}{len(cols) - 1}"
+        values = frame[last].gather(rows).to_list()
+        frame = frame.with_columns(frame[last].clone().scatter(
+            rows, [v + m for v, m in zip(values, more, strict=True)]))
+    return frame
+
+
+def _to_fallback(out: _Out, specs: list[_Spec], cells: pl.DataFrame, tids: np.ndarray,
+                 bad: set[int], n1: int) -> None:
+    """Hand the tables ``bad`` (positions in ``specs``) to :func:`_fallback` with their cells."""
+    starts = np.searchsorted(tids, np.arange(len(specs)))
+    for t in sorted(bad):
+        s = specs[t]
+        rows = [list(r) for r in cells.slice(int(starts[t]), len(s.first)).iter_rows()]
+        first = [r[:n1] for r in rows]
+        second = [r[n1:] for r in rows] if s.cols2 is not None else None
+        out.fallback.append((s, first, second))
+
+
+def _meta_frame(out: _Out, specs: list[_Spec], tids: np.ndarray) -> pl.DataFrame:
+    """Per row: its report's host, names, time and interval, and the table's place."""
+    metas = [out.meta[s.rep] for s in specs]
+    table = pl.DataFrame({
+        "_order": [s.order for s in specs],
+        "host": [m.host for m in metas],
+        "db_name": [m.rep.db_name for m in metas],
+        "instance": [m.rep.instance for m in metas],
+        "ts": pl.Series([m.ts for m in metas], dtype=TS_DTYPE),
+        "interval_s": [float(m.interval_s) for m in metas],
+        "section": [s.section for s in specs],
+    }, schema_overrides={"db_name": pl.String, "instance": pl.String})
+    # each column gathered as a Series of its own: DataFrame row indexing may give a column
+    # of one repeated value as a polars scalar column, and polars divides by a scalar as it
+    # multiplies by its reciprocal (20421 / 61 came out as 334.77049180327873, one unit in
+    # the last place above 334.7704918032787)
+    index = pl.Series(tids)
+    frame = pl.DataFrame([table[name].gather(index) for name in table.columns])
+    return frame.with_columns(_pos=pl.int_range(pl.len()).over("_order"))
+
+
+def _wait_mapping(cols: list[_Col]) -> list[tuple[str, Decimal | str] | None]:
+    """What each column of a wait table holds: (WaitEventFrame column, how to read it)."""
+    mapping: list[tuple[str, Decimal | str] | None] = []
+    for col in cols:
+        key = _norm(col.name)
+        if key.endswith("event"):
+            mapping.append(("event", "text"))
+        elif key == "waitclass":
+            mapping.append(("wait_class", "text"))
+        else:
+            mapping.append(_WAIT_COLUMNS.get(key))
+    return mapping
+
+
+def _wait_frame(out: _Out) -> pl.DataFrame | None:
+    """The wait events of the piece's top-event and wait tables, a layout at a time
+    (_Ctx.add_waits row by row gives the same; tables it must read are set aside)."""
+    frames: list[pl.DataFrame] = []
+    for specs in _groups(out.specs, ("top", "waits")):
+        cols = specs[0].cols
+        mapping = _wait_mapping(cols)
+        fields = {m[0] for m in mapping if m is not None}
+        if "event" not in fields or not fields & {"waits", "time_waited_s"}:
+            for s in specs:
+                out.events.bad((out.meta[s.rep].r, s.seq, 1), s.title_line,
+                               f"{s.title}: column headings not recognised "
+                               f"({', '.join(c.name for c in cols)})")
+            continue
+        cells = _first_cells(out, specs, "c")
+        tids = _tids(specs)
+        values: dict[str, pl.Expr] = {}
+        odd: list[pl.Expr] = []
+        for j, spec in enumerate(mapping):
+            if spec is None:
+                continue
+            name, how = spec
+            cell = pl.col(f"c{j}")
+            if how == "text":
+                values[name] = pl.when(cell != "").then(cell)
+                continue
+            if how == "unit":
+                value, bad = _unit_expr(cell)
+            elif isinstance(how, Decimal):  # (a power of ten: 1, or 0.01 for centiseconds)
+                value, bad = _number_expr(cell, int(how.adjusted()))
+            else:  # pragma: no cover - _WAIT_COLUMNS holds no other kind
+                continue
+            values[name] = value
+            odd.append(bad)
+        odd.append(values["event"].is_null())
+        conv = cells.select(**values, _odd=pl.any_horizontal(odd))
+        flagged = np.flatnonzero(conv["_odd"].to_numpy())
+        bad_t = set(tids[flagged].tolist())
+        if bad_t:
+            _to_fallback(out, specs, cells, tids, bad_t, len(cols))
+        meta = _meta_frame(out, specs, tids)
+        rows = pl.concat([meta, conv.drop("_odd")], how="horizontal")
+        if bad_t:
+            rows = rows.filter(~pl.Series(np.isin(tids, list(bad_t))))
+        frames.append(rows.select(
+            "_order", "_pos",
+            *[(pl.lit(out.fmt) if name == "source" else
+               pl.col(name) if name in rows.columns else pl.lit(None)).cast(dtype).alias(name)
+              for name, dtype in WAIT_SCHEMA.items()]))
+    return pl.concat(frames) if frames else None
+
+
+_FILE_SCHEMA = {c: SCHEMA[c] for c in SCHEMA if c in {
+    "source", "host", "device", "device_kind", "parent", "ts", "interval_s", "r_iops",
+    "w_iops", "r_await_ms", "r_areq_kB"}}
+
+
+def _power_of_two(value: Fraction) -> bool:
+    n, d = value.numerator, value.denominator
+    return n > 0 and n & (n - 1) == 0 and d & (d - 1) == 0
+
+
+def _file_frame(out: _Out) -> pl.DataFrame | None:
+    """The datafile and tablespace rows of the piece's file tables, a layout at a time, as
+    _Ctx.add_files makes them row by row; a table with anything it would refuse or note
+    (a value that is not a number, a name missing, a file listed twice) is set aside for
+    it."""
+    frames: list[tuple[list[_Spec], pl.DataFrame, pl.DataFrame, np.ndarray]] = []
+    for specs in _groups(out.specs, ("file", "tablespace")):
+        s0 = specs[0]
+        kind, cols = s0.kind, s0.cols + (s0.cols2 or [])
+        keys = [_norm(c.name) for c in cols]
+        refusal = None
+        if "tablespace" not in keys or (kind == "file" and "filename" not in keys):
+            refusal = f"no Tablespace{' / Filename' if kind == 'file' else ''} column"
+        stats = {_FILE_COLUMNS[k]: idx for idx, k in enumerate(keys) if k in _FILE_COLUMNS}
+        if refusal is None and "reads_ps" not in stats and "reads" not in stats:
+            refusal = "no Reads or Av Reads/s column"
+        if refusal is not None:
+            for s in specs:
+                out.events.bad((out.meta[s.rep].r, s.seq, 1), s.title_line,
+                               f"{s.title}: {refusal}")
+            continue
+        for s in specs:
+            if out.meta[s.rep].rep.block_bytes is None:
+                out.notes[s.rep].add("no 'Std Block Size' / 'db_block_size' in the report: "
+                                     "Av Blks/Rd converted with 8 KB blocks")
+        n1 = len(s0.cols)
+        cells = _first_cells(out, specs, "c")
+        if s0.cols2 is not None:
+            second = _cell_frame(out.pc, [k for s in specs for k in s.second], s0.cols2, "c")
+            cells = pl.concat([cells, second.rename(
+                {f"c{j}": f"c{j + n1}" for j in range(len(s0.cols2))})], how="horizontal")
+        tids = _tids(specs)
+        meta = _meta_frame(out, specs, tids)
+        metas = [out.meta[s.rep] for s in specs]
+        factors = [Fraction(m.rep.block_bytes or DEFAULT_BLOCK_BYTES, 1024) for m in metas]
+        # Decimal arithmetic gives what float arithmetic gives only when the interval is whole
+        # seconds (8i: Reads / interval) and the block a power of two (Av Blks/Rd x block)
+        exact = pl.Series([m.interval_s == int(m.interval_s) for m in metas])[tids]
+        per_block = pl.Series([float(f) if _power_of_two(f) else None for f in factors],
+                              dtype=pl.Float64)[tids]
+        frame = pl.concat([meta, cells], how="horizontal").with_columns(
+            _tid=pl.Series(tids), _exact=exact, _per_block=per_block)
+        own = pl.col(f"c{keys.index('tablespace')}")
+        tsname = pl.when(own != "").then(own).forward_fill().over("_tid")
+        device = pl.col(f"c{keys.index('filename')}") if kind == "file" else tsname
+        odd: list[pl.Expr] = [tsname.is_null(), device.is_null() | (device == "")]
+        vals: dict[str, pl.Expr] = {}
+        for stat, idx in stats.items():
+            vals[stat], bad = _number_expr(pl.col(f"c{idx}"), 0)
+            odd.append(bad)
+        interval = pl.col("interval_s")
+        zero = pl.lit(0.0)
+        null = pl.lit(None, dtype=pl.Float64)
+        reads, writes = vals.get("reads", null), vals.get("writes", null)
+        r_iops, w_iops = vals.get("reads_ps", null), vals.get("writes_ps", null)
+        if "reads_ps" not in stats and "reads" in stats:
+            r_iops = reads / interval
+            odd.append(reads.is_not_null() & (~pl.col("_exact") | pl.col(
+                f"c{stats['reads']}").str.contains(".", literal=True)))
+        if "writes_ps" not in stats and "writes" in stats:
+            w_iops = writes / interval
+            odd.append(writes.is_not_null() & (~pl.col("_exact") | pl.col(
+                f"c{stats['writes']}").str.contains(".", literal=True)))
+        no_reads = ((reads == 0) | (reads.is_null() & (r_iops == 0))).fill_null(False)
+        rd_ms = vals.get("rd_ms", null)
+        if "rd_ms" in stats:
+            rd_ms = pl.when(rd_ms.is_null() & no_reads).then(zero).otherwise(rd_ms)
+        areq = null
+        if "blks_rd" in stats:
+            areq = vals["blks_rd"] * pl.col("_per_block")
+            odd.append(vals["blks_rd"].is_not_null() & pl.col("_per_block").is_null())
+            areq = pl.when(areq.is_null() & no_reads).then(zero).otherwise(areq)
+        rows = frame.select(
+            "_order", "_pos", "_tid", "host", "ts", "interval_s",
+            source=pl.lit(out.fmt), device=device,
+            device_kind=pl.lit("datafile" if kind == "file" else "tablespace"),
+            parent=tsname if kind == "file" else pl.lit(None, dtype=pl.String),
+            r_iops=r_iops, w_iops=w_iops, r_await_ms=rd_ms, r_areq_kB=areq,
+            _odd=pl.any_horizontal(odd), _rep=pl.Series([s.rep for s in specs])[tids])
+        frames.append((specs, cells, rows, tids))
+    if not frames:
+        return None
+    # A report's tables of one kind share the names they list (_Ctx.seen): a file listed
+    # twice, or a table set aside, sets aside all of them, so that _Ctx reads them in order.
+    everything = pl.concat([rows.select("_rep", "device_kind", "device", "_odd",
+                                        _g=pl.lit(g), _tid="_tid")
+                            for g, (_, _, rows, _) in enumerate(frames)])
+    twice = everything.filter(pl.col("device").is_duplicated().over("_rep", "device_kind"))
+    aside = (pl.concat([twice, everything.filter("_odd")])
+             .select("_rep", "device_kind").unique())
+    aside_rows = everything.join(aside, on=["_rep", "device_kind"], how="semi")
+    good: list[pl.DataFrame] = []
+    for g, (specs, cells, rows, tids) in enumerate(frames):
+        bad_t = set(aside_rows.filter(pl.col("_g") == g)["_tid"].to_list())
+        kept = rows
+        if bad_t:
+            _to_fallback(out, specs, cells, tids, bad_t, len(specs[0].cols))
+            kept = rows.filter(~pl.col("_tid").is_in(list(bad_t)))
+        stats = _file_stats(specs[0])
+        if "reads_ps" not in stats and "reads" in stats:
+            for t in kept.filter(pl.col("r_iops").is_not_null())["_tid"].unique().to_list():
+                out.notes[specs[t].rep].add(
+                    f"{specs[t].title}: no Reads/s column (8i); r_iops/w_iops are "
+                    "Reads/Writes divided by the snapshot interval")
+        good.append(kept.select("_order", "_pos", *[pl.col(c).cast(t)
+                                                    for c, t in _FILE_SCHEMA.items()]))
+    return pl.concat(good)
+
+
+def _file_stats(spec: _Spec) -> dict[str, int]:
+    keys = [_norm(c.name) for c in spec.cols + (spec.cols2 or [])]
+    return {_FILE_COLUMNS[k]: idx for idx, k in enumerate(keys) if k in _FILE_COLUMNS}
+
+
+def _fallback(out: _Out) -> None:
+    """The tables set aside, read row by row by :class:`_Ctx` (which names each refused
+    value's line), in document order, one context a report."""
+    ctxs: dict[int, _Ctx] = {}
+    for spec, first, second in sorted(out.fallback, key=lambda f: f[0].order):
+        meta = out.meta[spec.rep]
+        sink = _Sink(out.events, (meta.r, spec.seq, 1))
+        ctx = ctxs.get(spec.rep)
+        if ctx is None:
+            ctx = ctxs[spec.rep] = _Ctx(source=sink, fmt=out.fmt, ts=meta.ts,
+                                        interval_s=meta.interval_s, host=meta.host,
+                                        rep=meta.rep)
+        ctx.source = sink
+        pc = out.pc
+        table = _Table(spec.title, spec.title_line, spec.cols, spec.cols2, complete=True)
+        for j, k in enumerate(spec.first):
+            if spec.cols2 is None or second is None:
+                table.rows.append((pc.no(k), first[j], None, None))
+            else:
+                table.rows.append((pc.no(k), first[j], pc.no(spec.second[j]), second[j]))
+        n_waits, n_files = len(ctx.wait_rows), len(ctx.file_rows)
+        try:
+            if spec.kind in ("top", "waits"):
+                ctx.add_waits(table, spec.section)
+            else:
+                ctx.add_files(table, spec.kind)
+        except _BadLine as exc:  # pragma: no cover - the headings were checked already
+            sink.bad_line(exc.line_no, exc.reason)
+        out.fallback_waits += [(spec.order, p, row)
+                               for p, row in enumerate(ctx.wait_rows[n_waits:])]
+        out.fallback_files += [(spec.order, p, row)
+                               for p, row in enumerate(ctx.file_rows[n_files:])]
+        out.notes[spec.rep] |= ctx.notes
+        ctx.notes = set()
+    for r_meta, notes in out.notes.items():
+        for note in sorted(notes):
+            out.events.note((out.meta[r_meta].r, _LAST, 0), note)
+
+
+def _with_rows(frame: pl.DataFrame | None, rows: list[tuple[int, int, dict[str, Any]]],
+               schema: dict[str, pl.DataType]) -> pl.DataFrame | None:
+    """``frame`` and the rows made one at a time, in document order."""
+    parts = [] if frame is None else [frame]
+    if rows:
+        parts.append(pl.DataFrame(
+            [{"_order": o, "_pos": p, **{c: row.get(c) for c in schema}} for o, p, row in rows],
+            schema={"_order": pl.Int64, "_pos": pl.Int64, **schema}))
+    if not parts:
+        return None
+    both = pl.concat([p.with_columns(pl.col("_order", "_pos").cast(pl.Int64)) for p in parts])
+    return both.sort("_order", "_pos").drop("_order", "_pos")

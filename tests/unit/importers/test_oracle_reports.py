@@ -6,7 +6,9 @@ whole sections, several reports in one file, and sniffing."""
 from __future__ import annotations
 
 import io
+import re
 from datetime import UTC, datetime
+from decimal import Decimal
 from pathlib import Path
 from zoneinfo import ZoneInfo
 
@@ -16,7 +18,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from iogauge.errors import InputFormatError
-from iogauge.importers import awr, rmf, statspack
+from iogauge.importers import awr, oracle_common, rmf, statspack
 from iogauge.importers.base import Source
 from iogauge.importers.registry import detect, import_file
 from iogauge.model.waitevents import WaitEventFrame
@@ -461,3 +463,157 @@ def test_pieces_of_whole_reports_give_what_the_whole_file_gives(path: Path, how:
         assert (sorted(src.notes), src.skipped) == (sorted(want_src.notes), want_src.skipped)
     assert want_df.height > 0 and want_df["ts"].n_unique() == 1  # (3 copies of one report)
     assert want_waits.height >= 3
+
+
+# ---- the line-class reading: its table records, cells and values -----------------------------
+# (tables are read a layout at a time with polars; a table holding anything to refuse or
+# note is read row by row instead: both must give what the reports say)
+
+FILE_IO_TAIL = SP10_HDD.read_bytes().split(b"File IO Stats")[1]
+SYSAUX = (b"SYSAUX                   /u01/oradata/ORCL/sysaux01.dbf\n"
+          b"             5       0    4.0     1.0           18        0          0\n")
+
+
+def test_a_long_file_name_continued_on_the_next_line() -> None:
+    long = FILE_IO_TAIL.replace(
+        SYSAUX, b"SYSAUX                   /u01/oradata/ORCL/a_very_long_directory_name/\n"
+                b"                         sysaux01.dbf\n"
+                b"             5       0    4.0     1.0           18        0          0\n")
+    df, _, _ = parse(SP10_HDD, SP10_HDD.read_bytes().replace(FILE_IO_TAIL, long))
+    row = dev(df, "/u01/oradata/ORCL/a_very_long_directory_name/sysaux01.dbf")
+    assert (row["parent"], row["r_iops"], row["r_await_ms"]) == ("SYSAUX", 0.0, 4.0)
+
+
+def test_a_file_listed_twice_is_refused_and_the_rest_kept_in_order() -> None:
+    twice = FILE_IO_TAIL.replace(SYSAUX, SYSAUX + b"\n" + SYSAUX)
+    data = SP10_HDD.read_bytes().replace(FILE_IO_TAIL, twice)
+    with pytest.raises(InputFormatError) as exc:
+        parse(SP10_HDD, data)
+    assert "/u01/oradata/ORCL/sysaux01.dbf listed twice" in exc.value.reason
+    assert exc.value.line_no == line_no(SP10_HDD, "/u01/oradata/ORCL/sysaux01.dbf") + 3
+    df, _, src = parse(SP10_HDD, data, lenient=True)
+    want, _, _ = parse(SP10_HDD)
+    assert src.skipped == 1 and df.equals(want)
+
+
+def test_numbers_without_their_file_line_and_a_file_line_without_numbers() -> None:
+    lone = FILE_IO_TAIL.replace(SYSAUX, SYSAUX.split(b"\n")[1] + b"\n")
+    data = SP10_HDD.read_bytes().replace(FILE_IO_TAIL, lone)
+    df, _, src = parse(SP10_HDD, data, lenient=True)
+    assert src.skipped == 1 and "numbers without the tablespace/file line" in \
+        src.skipped_examples[0]
+    assert "/u01/oradata/ORCL/sysaux01.dbf" not in df["device"].to_list()
+    assert df.filter(pl.col("device_kind") == "datafile").height == 3
+    last = b"USER_DATA                /u02/oradata/ORCL/user_data01.dbf\n"
+    cut = FILE_IO_TAIL[:FILE_IO_TAIL.index(last) + len(last)] + \
+        b"          -------------------------------------------------------------\n"
+    df, _, src = parse(SP10_HDD, SP10_HDD.read_bytes().replace(FILE_IO_TAIL, cut),
+                       lenient=True)
+    assert src.skipped == 1 and "no line of numbers under this one" in src.skipped_examples[0]
+    assert df.filter(pl.col("device_kind") == "datafile").height == 3
+
+
+def test_a_snapshot_date_that_does_not_exist_is_refused_with_its_line() -> None:
+    raw = SP10_HDD.read_text()
+    end = next(x for x in raw.split("\n") if "End Snap:" in x)
+    day = re.search(r"\d{1,2}-[A-Za-z]{3}-\d{2}", end)
+    assert day is not None
+    data = raw.replace(end, end.replace(day.group(), "31-Feb-07")).encode()
+    with pytest.raises(InputFormatError) as exc:  # (it was a ValueError from strptime)
+        parse(SP10_HDD, data)
+    assert exc.value.line_no == line_no(SP10_HDD, "End Snap:")
+    assert "is not a date and time" in exc.value.reason
+
+
+@pytest.mark.parametrize("text", ["21-Aug-07 10:01:03", "1-jan-69 0:00:00", "31-DEC-68 23:59:59",
+                                  "01-Sep-2019 08:05:09", "29-Feb-2000 12:00:00"])
+def test_snapshot_times_read_as_strptime_reads_them(text: str) -> None:
+    want = next(d for f in ("%d-%b-%y %H:%M:%S", "%d-%b-%Y %H:%M:%S")
+                for d in [_strptime_or_none(text, f)] if d is not None)
+    assert oracle_common._oracle_time(text) == want
+
+
+def _strptime_or_none(text: str, fmt: str) -> datetime | None:
+    try:
+        return datetime.strptime(text, fmt)
+    except ValueError:
+        return None
+
+
+@pytest.mark.parametrize("text", ["29-Feb-07 12:00:00", "32-Jan-07 10:00:00", "1-Foo-07 1:00:00",
+                                  "1-Jan-07 24:00:00", "1-Jan-007 10:00:00"])
+def test_snapshot_times_that_are_not_dates(text: str) -> None:
+    with pytest.raises(ValueError, match="07"):
+        oracle_common._oracle_time(text)
+
+
+_CELL = st.one_of(st.just(""), st.from_regex(r"[0-9][0-9,]{0,6}(\.[0-9]{1,3})?", fullmatch=True),
+                  st.from_regex(r"[a-z/_. ]{1,14}", fullmatch=True), st.just("#####"))
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.tuples(st.integers(1, 9), st.booleans()), min_size=1, max_size=6),
+       st.lists(st.lists(st.tuples(_CELL, st.integers(-2, 2)), min_size=6, max_size=6),
+                min_size=1, max_size=8))
+def test_cells_of_a_layout_are_those_read_one_line_at_a_time(
+        widths: list[tuple[int, bool]], rows: list[list[tuple[str, int]]]) -> None:
+    """Whatever the line (a value wider than its column, one shifted into the gap, text
+    running past its rule), the polars cells are :func:`_cells`'s."""
+    cols, pos = [], 0
+    for width, text in widths:
+        cols.append(oracle_common._Col(f"c{len(cols)}", pos, pos + width - 1, text))
+        pos += width + 1
+    lines = []
+    for row in rows:
+        line = ""
+        for col, (value, shift) in zip(cols, row, strict=False):
+            at = max(len(line), col.start + shift) if col.text else \
+                max(len(line), col.end + 1 - len(value) + shift)
+            line = line.ljust(at) + value
+        lines.append(line)
+    piece = oracle_common._Piece.of(lines, 0, re.compile("^$"))
+    frame = oracle_common._cell_frame(piece, list(range(len(lines))), cols, "c")
+    assert [list(r) for r in frame.iter_rows()] == \
+        [oracle_common._cells(line, cols) for line in lines]
+
+
+_NUMBER = st.one_of(st.from_regex(r"[0-9]{1,3}(,[0-9]{3}){0,2}(\.[0-9]{1,4})?[KMGTP]?",
+                                  fullmatch=True),
+                    st.from_regex(r"\.[0-9]{1,5}", fullmatch=True),
+                    st.sampled_from(["", "###", "1e3", "x1", "1.2.3", "١٢"]))
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.lists(_NUMBER, min_size=1, max_size=12), st.sampled_from(["1", "0.01"]))
+def test_numbers_read_by_polars_are_those_decimal_reads(cells: list[str], how: str) -> None:
+    """A value polars reads is float(Decimal(text) x multiplier), rounded once; one it does
+    not read (a '#' run, an exponent, digits it does not know, no number) is left to the
+    row-by-row reading."""
+    value, odd = oracle_common._number_expr(pl.col("c"), int(Decimal(how).adjusted()))
+    got = pl.DataFrame({"c": cells}).select(v=value, odd=odd)
+    for cell, (v, is_odd) in zip(cells, got.iter_rows(), strict=True):
+        try:
+            want = oracle_common._number(cell, 1, "c", set())
+        except oracle_common._BadLine:
+            assert is_odd, cell
+            continue
+        if is_odd:
+            assert cell in ("###", "1e3", "١٢"), cell
+            continue
+        assert v == (None if want is None else float(want * Decimal(how))), cell
+
+
+@settings(max_examples=50, deadline=None)
+@given(st.lists(st.one_of(
+    st.from_regex(r"[0-9]{1,4}(\.[0-9]{1,3})? ?(ns|us|ms|s|sec)", fullmatch=True),
+    st.sampled_from(["", "7.38", "ms", "1.2 min"])), min_size=1, max_size=10))
+def test_times_with_units_read_by_polars_are_those_decimal_reads(cells: list[str]) -> None:
+    value, odd = oracle_common._unit_expr(pl.col("c"))
+    got = pl.DataFrame({"c": cells}).select(v=value, odd=odd)
+    for cell, (v, is_odd) in zip(cells, got.iter_rows(), strict=True):
+        try:
+            want = oracle_common._with_unit_ms(cell, 1, "c")
+        except oracle_common._BadLine:
+            assert is_odd, cell
+            continue
+        assert not is_odd and v == (None if want is None else float(want)), cell
