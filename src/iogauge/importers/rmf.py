@@ -85,6 +85,24 @@ Deliberate choices, because the reports say less than a SampleFrame could hold:
   and device line they all have must be there); a file of one interval cut that cleanly keeps
   the pages it has.
 
+Reading: each piece of text (:data:`CHUNK_BYTES`) is one polars Series of lines, classified
+at once by expressions: the page titles (a regex pre-filter, so that :func:`_title_of` sees only
+lines starting with the ASA '1' or with no two printable characters side by side), the page
+each line is on (lines of skipped reports are never looked at again), and per page type the
+lines that carry structure -- page headers, DASD column headings, cache rules and the
+sub-section titles after them, SUBSYSTEM/TYPE-MODEL/VOLSER/SERIAL lines, the request table's
+heading, TOTAL H/R, ESS SERIAL NUMBER and rank lines. Only those go through the line functions
+(the state machine) one by one. Between two of them the state cannot change, so the data lines
+there -- DASD device and LCU lines, cache device overview rows, request table rows -- are
+checked, split and converted by one regex per line type for the whole piece, and only merged
+into the rows in Python (:func:`_row`); lines there that change nothing (status, cache misses)
+are not read at all. A line the expressions cannot vouch for (a character outside printable
+ASCII, a field that is not a plain number, a wrong field count) is read by the line function,
+so it is refused with the same line number and reason as before. On the benchmark input below
+23 % of the lines still go through the line functions one by one (page headers 6.6 %, cache
+structure 12.4 %, ESS 2.5 %, DASD headings 1.7 %) and 4 % are page titles; the data rows
+(23 %) are merged one by one after their parsing; the rest is never touched in Python.
+
 Memory: the text is read a piece at a time, and RMF prints the reports of an interval
 together, so a host's earlier intervals are complete when a later one begins: their rows
 leave Python dicts (some 1.4 kB a row) for a table of the columns present, a batch of
@@ -92,20 +110,23 @@ leave Python dicts (some 1.4 kB a row) for a table of the columns present, a bat
 checks need of their lines (the lines every one of them had) is kept. A page of an
 interval thought complete opens it again. The rows are handed on at the end (a volume's
 parent comes from the whole file's ESS pages), sorted, in SampleFrames of ``_ROWS_OUT``
-rows: 100 MB of report (``benchmarks/import_memory.py``) import to Parquet at 0.24 GB peak
-in 13-17 s, where reading the whole file took 0.94 GB in 15 s (same rows).
+rows: 100 MB of report (``benchmarks/import_memory.py``) import to Parquet at 0.26 GB peak
+in 9.7-11.7 s (the line-by-line reading before the vectorised one: 0.24 GB, 13.7-16.0 s, in
+alternation), where reading the whole file took 0.94 GB in 15 s (same rows).
 """
 
 from __future__ import annotations
 
 import io
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal, InvalidOperation
+from functools import partial
 from typing import Any, BinaryIO
 
+import numpy as np
 import polars as pl
 
 from iogauge.importers.base import Source
@@ -174,12 +195,16 @@ def _dec(token: str) -> Decimal | None:
 
 
 def _num(token: str, line_no: int, what: str) -> float | None:
-    """A float from an RMF number; N/A -> None; anything else refuses the line."""
+    """A float from an RMF number; N/A -> None; anything else refuses the line, a negative
+    number too (RMF's rates, times and percentages are never below zero; taken, it failed the
+    SampleFrame's checks with no line named)."""
     if token == _NA:
         return None
     value = _dec(token)
     if value is None:
         raise _BadLine(line_no, f"{what}: {token!r} is not a number")
+    if value < 0:
+        raise _BadLine(line_no, f"{what}: {token!r} is negative")
     return float(value)
 
 
@@ -307,9 +332,10 @@ class _State:
 CHUNK_BYTES = 4 << 20
 
 
-def _numbered(stream: BinaryIO, chunk_bytes: int) -> Iterator[tuple[int, str]]:
-    """``(line number, line)`` of the input, read a piece at a time; a last line without
-    its line end (the file cut off inside it) comes after ``(-1, "")``."""
+def _pieces(stream: BinaryIO, chunk_bytes: int) -> Iterator[tuple[int, list[str], str | None]]:
+    """``(number of the first line, lines, cut line)`` of each piece of the input: the lines
+    as split (``\\r`` not yet removed), and the last line of a file cut off inside it (no
+    line end) apart, or None."""
     first = 1
     for data, last in line_pieces(stream, chunk_bytes):
         cut = last and bool(data) and not data.endswith(b"\n")
@@ -320,12 +346,8 @@ def _numbered(stream: BinaryIO, chunk_bytes: int) -> Iterator[tuple[int, str]]:
         if raw_lines and raw_lines[-1] == "":
             raw_lines.pop()  # the empty string after the final newline
         tail = raw_lines.pop() if cut and raw_lines else None
-        for i, raw in enumerate(raw_lines, start=first):
-            yield i, raw.rstrip("\r")
+        yield first, raw_lines, tail
         first += len(raw_lines)
-        if tail is not None:
-            yield -1, ""
-            yield first, tail.rstrip("\r")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -346,14 +368,11 @@ def iter_parse(stream: BinaryIO, source: Source, *, chunk_bytes: int = CHUNK_BYT
     page: _Page | None = None
     cut_line = False
     partial: tuple[int, str] | None = None
-    for line_no, raw in _numbered(stream, chunk_bytes):
-        if cut_line:
-            partial = (line_no, raw)
-            break
-        if line_no < 0:
+    for first, raw_lines, tail in _pieces(stream, chunk_bytes):
+        page = _read_piece(st, page, first, raw_lines)
+        if tail is not None:
             cut_line = True
-            continue
-        page = _read_line(st, page, line_no, raw)
+            partial = (first + len(raw_lines), tail.rstrip("\r"))
     if partial is not None and (partial[1].startswith("1")
                                 or _spaced_title(partial[1]) is not None):
         # the cut fell in the title line of a new page: nothing of that page was read and
@@ -371,27 +390,434 @@ def iter_parse(stream: BinaryIO, source: Source, *, chunk_bytes: int = CHUNK_BYT
         yield SampleFrame(rows.slice(offset, _ROWS_OUT))
 
 
-def _read_line(st: _State, page: _Page | None, line_no: int, raw: str) -> _Page | None:
-    """Read one line; returns the page it is on (None: before the first page title)."""
-    source = st.source
-    title = _title_of(raw)
-    if title is not None:
-        page = _Page(title=title, line_no=line_no, asa=raw.startswith("1"))
+# ---- vectorised reading ---------------------------------------------------------------------
+# A piece of text is read as a polars Series of lines. Expressions find the page titles, the
+# lines that carry structure (headings, rules, SUBSYSTEM/SERIAL/VOLSER lines, table labels)
+# and the data lines; the structure lines go one by one through the line functions below
+# (the state machine), and the data lines between two of them are split, checked and
+# converted together, then merged into the rows by the same code as before (_row). Anything
+# the expressions cannot vouch for -- a character other than printable ASCII (Python's
+# str.split() and the regex engine disagree on what is white space), a field that is not a
+# plain number, a wrong field count -- goes through the line functions instead, so that it
+# is refused with the same line number and reason.
+
+#: Printable ASCII and spaces only: lines whose split() the expressions reproduce.
+_CLEAN_RE = r"^[ -~]*$"
+#: Two printable, non-blank ASCII characters side by side: not a letter-spaced title.
+_NOT_SPACED_RE = r"[!-~]{2}"
+#: A value read without Python: N/A or an unsigned decimal number as RMF prints it.
+_FAST_NUM_RE = r"^(?:N/A|[0-9]+(?:\.[0-9]*)?|\.[0-9]+)$"
+#: A hit ratio not above 1 (N/A apart), decided on the digits as _pct_of_ratio's Decimal does.
+_RATIO_OK_RE = r"^(?:0*(?:\.[0-9]*)?|0*1(?:\.0*)?)$"
+
+
+def _title_candidates(lines: pl.Series) -> pl.Series:
+    """Lines that may be a page title (a superset, checked by :func:`_title_of`): an ASA '1'
+    in column 1, or at least 5 characters of which no two printable ones are adjacent
+    (letter-spaced text, blanks, ...)."""
+    return lines.str.starts_with("1") | ((lines.str.len_chars() >= 5)
+                                         & ~lines.str.contains(_NOT_SPACED_RE))
+
+
+def _fast_floats(tokens: pl.Expr) -> pl.Expr:
+    """Tokens that match :data:`_FAST_NUM_RE` as floats (N/A -> null), as :func:`_num`
+    reads them (the decimal string correctly rounded)."""
+    return pl.when(tokens == _NA).then(None).otherwise(tokens.cast(pl.Float64, strict=False))
+
+
+def _ratio_pct(tokens: pl.Expr) -> pl.Expr:
+    """Hit ratios (tokens matching :data:`_RATIO_OK_RE` or N/A) x 100 as
+    :func:`_pct_of_ratio` gives them: the decimal point moved two places to the right in
+    the text, so that the float is the decimal product correctly rounded (0.998 -> 99.8)."""
+    parts = tokens.str.extract_groups(r"^([0-9]*)(?:\.([0-9]*))?$")
+    whole = parts.struct.field("1")
+    frac = parts.struct.field("2").fill_null("")
+    shifted = pl.concat_str([pl.lit("0"), whole, frac.str.slice(0, 2).str.pad_end(2, "0"),
+                             pl.lit("."), frac.str.slice(2), pl.lit("0")])
+    return pl.when(tokens == _NA).then(None).otherwise(shifted.cast(pl.Float64, strict=False))
+
+
+def _runs(events: np.ndarray, data: np.ndarray, offset: int) -> list[tuple[bool, np.ndarray]]:
+    """Positions (+ ``offset``) of the lines to read, in order, as (is a run of data lines,
+    positions): each event line alone, and the data lines between two events together."""
+    idx = np.flatnonzero(events | data)
+    if idx.size == 0:
+        return []
+    is_data = data[idx]
+    # a new run at every event, and at every data line that follows an event
+    starts = np.flatnonzero(~is_data | np.concatenate(([True], ~is_data[:-1])))
+    idx += offset
+    return [(bool(is_data[a]), idx[a:b])
+            for a, b in zip(starts.tolist(), [*starts[1:].tolist(), idx.size], strict=True)]
+
+
+@dataclass
+class _Piece:
+    """One piece of the input as the vectorised reading sees it: line ``first + k`` is
+    ``raw[k]``; ``body`` is the line without its ASA column (on the pages that have one);
+    the other arrays classify the lines for the page types (see :func:`_classify`)."""
+
+    first: int
+    raw: list[str]
+    body: pl.Series
+    dasd_events: np.ndarray
+    dasd_data: np.ndarray
+    cache_events: np.ndarray
+    cache_data: np.ndarray
+    #: full-width rules (40 dashes or more) on cache pages
+    rules: np.ndarray
+    #: cache data lines that begin as a request table row or its REQUESTS heading does
+    request_rows: np.ndarray
+    #: lines an ESS page's line function passes over
+    ess_ignored: np.ndarray
+    #: blank and PAGE lines without z/OS or RMF: passed over while a page header is read
+    header_blank: np.ndarray
+    #: lines that cannot be a cache sub-section title (a digit or "--", or not plain ASCII)
+    not_title: np.ndarray
+    stripped: pl.Series
+    #: parsed data lines, made when first needed: key -> (position -> row, columns)
+    parsed: dict[Any, tuple[np.ndarray, dict[str, list[Any]]]] = field(default_factory=dict)
+
+    def line(self, k: int) -> str:
+        return self.raw[k].rstrip("\r")
+
+    def stripped_line(self, k: int) -> str:
+        """Line k as the cache line functions get it (ASA column removed, stripped)."""
+        s = self.stripped[k]
+        return s if isinstance(s, str) else ""
+
+
+def _read_piece(st: _State, page: _Page | None, first: int, raw_lines: list[str]
+                ) -> _Page | None:
+    """Read the lines of one piece (line ``first`` onwards); returns the page it ends on."""
+    if not raw_lines:
+        return page
+    lines = pl.Series("l", raw_lines, dtype=pl.String()).str.strip_chars_end("\r")
+    titles: list[tuple[int, str, bool]] = []
+    for i in _title_candidates(lines).arg_true().to_list():
+        raw = raw_lines[i].rstrip("\r")
+        title = _title_of(raw)
+        if title is not None:
+            titles.append((i, title, raw.startswith("1")))
+    piece = _classify(lines, raw_lines, first, page, titles)
+    start = 0
+    for i, title, asa in titles:
+        page = _read_page_lines(st, page, piece, start, i)
+        page = _Page(title=title, line_no=first + i, asa=asa)
         if title not in _KNOWN and title not in st.skipped_titles:
             st.skipped_titles.append(title)
+        start = i + 1
+    return _read_page_lines(st, page, piece, start, len(raw_lines))
+
+
+def _classify(lines: pl.Series, raw_lines: list[str], first: int, page: _Page | None,
+              titles: list[tuple[int, str, bool]]) -> _Piece:
+    """Classify every line of a piece at once, for DASD, cache and ESS pages (a line is
+    looked at as the page type it is on needs: the arrays for the other types are unused).
+    Every classification errs towards reading a line one by one: that is always exact."""
+    n = len(raw_lines)
+    is_title = np.zeros(n, dtype=bool)
+    asa = np.zeros(n, dtype=bool)
+    # the lines of DASD and of cache pages (lines of other pages are not looked at)
+    on_dasd = np.zeros(n, dtype=bool)
+    on_cache = np.zeros(n, dtype=bool)
+    cur, title, start = page is not None and page.asa, page.title if page else None, 0
+    for i, next_title, title_asa in [*titles, (n, None, False)]:
+        asa[start:i] = cur
+        on_dasd[start:i] = title == _DASD
+        on_cache[start:i] = title in (_CACHE, _CACHE_DEV)
+        if i < n:
+            is_title[i] = True
+        cur, title, start = title_asa, next_title, i + 1
+    df = pl.DataFrame({"l": lines, "asa": asa, "title": is_title, "on_dasd": on_dasd,
+                       "on_cache": on_cache})
+    body = pl.when(pl.col("asa") & pl.col("l").str.contains(r"^[ 0\-+]")) \
+        .then(pl.col("l").str.slice(1)).otherwise(pl.col("l"))
+    df = df.with_columns(body.alias("b"))
+    b = pl.col("b")
+    clean = b.str.contains(_CLEAN_RE)
+    s = b.str.strip_chars(" ")
+    df = df.with_columns(clean.alias("clean"), s.alias("s"))
+    clean, s = pl.col("clean"), pl.col("s")
+    # DASD: headings and unreadable lines one by one; blanks, TOTAL SAMPLES, PAGE and the
+    # first and last heading lines are ignored (as _dasd_line does); the rest is data
+    ignored = clean & (b.str.contains(r"^ *$")
+                       | b.str.contains(r"^ *(?:TOTAL SAMPLES|PAGE)")
+                       | b.str.contains(r"^ *DEVICE(?: |$)")
+                       | (b.str.contains(r"^ *%(?: |$)") & b.str.contains(r" AVG(?: |$)")))
+    headings = b.str.contains(r"^ *(?:STORAGE|GROUP)")
+    # cache: see _cache_lines
+    blank = clean & ((s.str.len_chars() == 0) | s.str.starts_with("PAGE"))
+    rule = s.str.contains(r"^-+$")
+    mark = pl.when(pl.col("title")).then(True).when(blank).then(None).otherwise(rule | ~clean)
+    after_rule = mark.shift(1).forward_fill().fill_null(value=page is not None
+                                                        and page.after_rule)
+    cache_events = ~blank & (~clean | rule | after_rule
+                             | s.str.contains(r"^(?:SUBSYSTEM|TYPE-MODEL|VOLSER|SERIAL|TOTAL "
+                                              r"H/R|CACHE I/O)")
+                             | s.str.contains("CACHE MISSES", literal=True))
+    rule40 = clean & rule & (s.str.len_chars() >= 40)
+    dasd, cache = pl.col("on_dasd"), pl.col("on_cache")
+    flags = df.select((~clean | headings).alias("de"),
+                      (dasd & clean & ~ignored & ~headings).alias("dd"),
+                      cache_events.alias("ce"), (cache & ~blank & ~cache_events).alias("cd"),
+                      (cache & rule40).alias("r40"),
+                      (cache & ~blank & ~cache_events
+                       & s.str.contains(f"^(?:REQUESTS|{'|'.join(_REQ_ROWS)})")).alias("rq"),
+                      # page headers: blank and PAGE lines that cannot hold a header field
+                      (blank & ~s.str.contains("z/OS", literal=True)
+                       & ~s.str.contains("RMF", literal=True)).alias("hb"),
+                      # cache: a line that cannot be a sub-section title (see _cache_line)
+                      (~clean | s.str.contains(r"[0-9]|--")).alias("nt"),
+                      # ESS: what _ess_line passes over (blanks, PAGE, the column headings)
+                      (blank | (clean & ~s.str.starts_with("SERIAL NUMBER")
+                                & (s.str.contains("OPERATIONS", literal=True)
+                                   | s.str.contains(r"^(?:--|ID(?: |$))")))).alias("ei"))
+    return _Piece(first=first, raw=raw_lines, body=df["b"],
+                  dasd_events=flags["de"].to_numpy(), dasd_data=flags["dd"].to_numpy(),
+                  cache_events=flags["ce"].to_numpy(), cache_data=flags["cd"].to_numpy(),
+                  rules=flags["r40"].to_numpy(), request_rows=flags["rq"].to_numpy(),
+                  ess_ignored=flags["ei"].to_numpy(), header_blank=flags["hb"].to_numpy(),
+                  not_title=flags["nt"].to_numpy(),
+                  stripped=df["s"])
+
+
+def _parsed(piece: _Piece, key: Any, mask: np.ndarray, lines: pl.Series,
+            parse: Callable[[pl.Series], pl.DataFrame]
+            ) -> tuple[np.ndarray, dict[str, list[Any]]]:
+    """The lines of ``mask`` parsed by ``parse`` (one call for the whole piece, kept under
+    ``key``): (piece position -> row, the columns as lists)."""
+    got = piece.parsed.get(key)
+    if got is None:
+        table = parse(lines.filter(pl.Series(mask)))
+        got = (np.cumsum(mask) - 1, {c: table[c].to_list() for c in table.columns})
+        piece.parsed[key] = got
+    return got
+
+
+def _read_page_lines(st: _State, page: _Page | None, piece: _Piece, a: int, b: int
+                     ) -> _Page | None:
+    """Lines ``a`` to ``b - 1`` of a piece, all on ``page`` (none is a title)."""
+    if a >= b:
         return page
     if page is None:
-        if raw.strip():
-            source.bad_line(line_no, "text before the first RMF report page title")
+        for i in range(a, b):
+            if piece.line(i).strip():
+                st.source.bad_line(piece.first + i, "text before the first RMF report page "
+                                   "title")
         return None
     if page.title not in _KNOWN:
+        return page  # a skipped report: its lines need no reading
+    i = a
+    while i < b and page.key is None:  # the page header, a few lines
+        if not piece.header_blank[i]:  # (what _page_line does with those: nothing)
+            _one_line(st, page, piece.first + i, piece.line(i))
+        i += 1
+    if i >= b:
         return page
+    if page.title == _DASD:
+        _dasd_lines(st, page, piece, i, b)
+    elif page.title == _ESS_RANK:
+        for k in (np.flatnonzero(~piece.ess_ignored[i:b]) + i).tolist():
+            _one_line(st, page, piece.first + k, piece.line(k))
+    else:
+        _cache_lines(st, page, piece, i, b)
+    return page
+
+
+def _one_line(st: _State, page: _Page, line_no: int, raw: str) -> None:
+    """Read one line of a page of a known report through the line functions."""
     line = raw[1:] if page.asa and raw[:1] in (" ", "0", "-", "+") else raw
     try:
         _page_line(st, page, line_no, line)
     except _BadLine as exc:
-        source.bad_line(exc.line_no, exc.reason)
-    return page
+        st.source.bad_line(exc.line_no, exc.reason)
+
+
+def _dasd_lines(st: _State, page: _Page, piece: _Piece, a: int, b: int) -> None:
+    """Lines ``a`` to ``b - 1`` of a piece on a DASD page, after its header."""
+    for is_data, pos in _runs(piece.dasd_events[a:b], piece.dasd_data[a:b], a):
+        if not is_data or not page.dasd_cols:  # (no value columns: _dasd_line decides)
+            for k in pos.tolist():
+                _one_line(st, page, piece.first + k, piece.line(k))
+            continue
+        cols = page.dasd_cols
+        row_of, table = _parsed(piece, ("dasd", tuple(cols)), piece.dasd_data, piece.body,
+                                partial(_dasd_parsed, cols=cols))
+        names = list(table)[5:]
+        for k in pos.tolist():
+            r = int(row_of[k])
+            line_no = piece.first + k
+            if not table["ok"][r]:
+                _one_line(st, page, line_no, piece.line(k))
+                continue
+            kind = table["kind"][r]
+            try:
+                row = _row(st, page, table["device"][r], kind, "DASD", line_no)
+            except _BadLine as exc:
+                st.source.bad_line(exc.line_no, exc.reason)
+                continue
+            for name in names:
+                row[name] = table[name][r]
+            volser = table["volser"][r]
+            if volser is not None and page.key is not None:
+                st.vol_lcu[(*page.key, volser)] = table["lcu"][r]
+            page.dasd_rows += 1
+            page.dasd_last_lcu = kind == "lcu"
+
+
+def _values_re(n: int) -> str:
+    """``n`` values (named v0, v1, ...) that :func:`_num` reads, to the end of the line."""
+    return "".join(f" +(?P<v{j}>N/A|[0-9]+(?:\\.[0-9]*)?|\\.[0-9]+)" for j in range(n)) + " *$"
+
+
+def _dasd_parsed(lines: pl.Series, cols: list[str]) -> pl.DataFrame:
+    """DASD device and LCU lines checked and split by one regex each: ok (else read by
+    :func:`_dasd_line`), device, kind, lcu, volser and the mapped values. A device line is
+    [STORAGE GROUP (from column 1)] DEV NUM, DEVICE TYPE, ..., VOLUME SERIAL, PAV, LCU and
+    the values; a summary line LCU nnnn and the values."""
+    values = _values_re(len(cols))
+    where = {name: max(j for j, c in enumerate(cols) if c == col)
+             for col, name in _DASD_MAP.items() if col in cols}
+    line = pl.col("l")
+    df = pl.DataFrame({"l": lines}).select(
+        line.str.contains(r"^ *LCU(?: |$)").alias("is_lcu"),
+        line.str.extract_groups(r"^(?:[^ ]+)? +(?P<devnum>[0-9A-F]{4,5}) +[^ ]+ +(?:[^ ]+ +)*?"
+                                r"(?P<volser>[^ ]+) +[0-9]+(?:\.[0-9]+)?H?\*? +"
+                                r"(?P<lcu>[0-9A-F]{4})" + values).alias("d"),
+        line.str.extract_groups(r"^ *LCU +(?P<lcu>[0-9A-F]{4})" + values).alias("c"))
+    is_lcu, dev, lcu = pl.col("is_lcu"), pl.col("d").struct, pl.col("c").struct
+    return df.select(
+        pl.when(is_lcu).then(lcu.field("lcu").is_not_null())
+        .otherwise(dev.field("devnum").is_not_null()).alias("ok"),
+        pl.when(is_lcu).then(pl.lit("LCU:") + lcu.field("lcu")).otherwise(dev.field("volser"))
+        .alias("device"),
+        pl.when(is_lcu).then(pl.lit("lcu")).otherwise(pl.lit("volume")).alias("kind"),
+        pl.when(is_lcu).then(lcu.field("lcu")).otherwise(dev.field("lcu")).alias("lcu"),
+        pl.when(is_lcu).then(None).otherwise(dev.field("volser")).alias("volser"),
+        *(_fast_floats(pl.when(is_lcu).then(lcu.field(f"v{j}")).otherwise(dev.field(f"v{j}")))
+          .alias(name) for name, j in where.items()))
+
+
+def _cache_lines(st: _State, page: _Page, piece: _Piece, a: int, b: int) -> None:
+    """Lines ``a`` to ``b - 1`` of a piece on a cache page, after its header. The lines that
+    can change what the page is reading -- rules and what follows them (a sub-section
+    title), SUBSYSTEM/TYPE-MODEL/VOLSER/SERIAL lines, the request table's heading and end,
+    TOTAL H/R -- are read one by one; between two of them the state cannot change, so the
+    lines there are read as a run: device overview rows together, request table rows one
+    by one (a few per page), and in any other sub-section not at all."""
+    for is_data, pos in _runs(piece.cache_events[a:b], piece.cache_data[a:b], a):
+        if not is_data:
+            k = int(pos[0])
+            if piece.rules[k]:
+                page.after_rule = True  # (what _cache_line does with a rule)
+            elif page.after_rule and not piece.not_title[k]:
+                # a sub-section title (what _cache_line does with it)
+                page.after_rule = False
+                try:
+                    _finish_requests(st, page, piece.first + k)
+                except _BadLine as exc:
+                    st.source.bad_line(exc.line_no, exc.reason)
+                    continue
+                page.subsection, page.table = piece.stripped_line(k), ""
+            else:
+                _one_line(st, page, piece.first + k, piece.line(k))
+            continue
+        if page.ssid is not None and page.serial is not None:
+            if page.subsection == "CACHE SUBSYSTEM DEVICE OVERVIEW":
+                _overview_rows(st, page, piece, pos)
+                continue
+            if (page.subsection not in ("CACHE SUBSYSTEM OVERVIEW", "CACHE DEVICE ACTIVITY")
+                    or page.table != "requests"):
+                continue  # (lines that change nothing: status, cache misses, ...)
+            _request_rows(st, page, piece, pos)
+            continue
+        for k in pos.tolist():
+            _one_line(st, page, piece.first + k, piece.line(k))
+
+
+def _requests_parsed(lines: pl.Series) -> pl.DataFrame:
+    """READ/WRITE I/O REQUESTS table lines split and checked: skip (the REQUESTS heading),
+    ok (else read by :func:`_requests_line`), the row label and its 13 values."""
+    labels = "|".join(_REQ_ROWS)  # (none is the start of another: the first to match wins)
+    tokens = " *(?P<t0>[^ ]+)" + "".join(f" +(?P<t{j}>[^ ]+)" for j in range(1, 13)) + " *$"
+    df = pl.DataFrame({"l": lines}).select(
+        pl.col("l").str.starts_with("REQUESTS").alias("skip"),
+        pl.col("l").str.extract_groups(f"^(?P<label>{labels}){tokens}").alias("m"))
+    m = pl.col("m").struct
+    return df.select(
+        "skip",
+        (m.field("t1").str.contains(_FAST_NUM_RE) & m.field("t8").str.contains(_FAST_NUM_RE))
+        .fill_null(value=False).alias("ok"),
+        m.field("label").alias("label"),
+        pl.concat_list([m.field(f"t{j}") for j in range(13)]).alias("v"))
+
+
+def _request_rows(st: _State, page: _Page, piece: _Piece, pos: np.ndarray) -> None:
+    """A run of lines of a READ/WRITE I/O REQUESTS table (as :func:`_requests_line`)."""
+    row_of, table = _parsed(piece, "requests", piece.request_rows, piece.stripped,
+                            _requests_parsed)
+    for k in pos.tolist():
+        r = int(row_of[k])
+        line_no = piece.first + k
+        if piece.request_rows[k] and table["skip"][r]:
+            continue
+        try:
+            if not piece.request_rows[k] or not table["ok"][r]:
+                _requests_line(st, page, line_no, piece.stripped_line(k))
+                continue
+            label = table["label"][r]
+            page.req[label] = [*table["v"][r], str(line_no)]
+            if label == "TOTAL":
+                _finish_requests(st, page, line_no)
+        except _BadLine as exc:
+            st.source.bad_line(exc.line_no, exc.reason)
+
+
+def _overview_parsed(lines: pl.Series, pool: bool) -> pl.DataFrame:
+    """CACHE SUBSYSTEM DEVICE OVERVIEW lines checked and split by one regex: skip (a heading
+    or an SSID total), ok (else read by :func:`_overview_line`), volser, pool, the hit
+    percentage. A device line is VOLUME SERIAL, DEV NUM [, XTNT POOL] and 15 values."""
+    pattern = (r"^(?P<volser>[^ ]+) +[0-9A-F]{4,5}"
+               + (r" +(?P<pool>[0-9A-F]{4})" if pool else r"(?P<pool>)")
+               + _values_re(_OVERVIEW_NVALUES))
+    first = pl.col("l").str.extract(r"^([^ ]+)")
+    df = pl.DataFrame({"l": lines}).select(
+        ((first == "VOLUME") | first.str.starts_with("*")).fill_null(value=False)
+        .alias("skip"), pl.col("l").str.extract_groups(pattern).alias("m"))
+    m = pl.col("m").struct
+    hit = m.field(f"v{_OVERVIEW_TOTAL_HR}")
+    return df.select(
+        "skip",
+        (m.field("volser").is_not_null() & ((hit == _NA) | hit.str.contains(_RATIO_OK_RE)))
+        .fill_null(value=False).alias("ok"),
+        m.field("volser"), m.field("pool"), _ratio_pct(hit).alias("hit"))
+
+
+def _overview_rows(st: _State, page: _Page, piece: _Piece, pos: np.ndarray) -> None:
+    """A run of device overview lines: split and converted together, merged row by row."""
+    pool = page.overview_pool
+    row_of, table = _parsed(piece, ("overview", pool), piece.cache_data, piece.stripped,
+                            partial(_overview_parsed, pool=pool))
+    for k in pos.tolist():
+        r = int(row_of[k])
+        line_no = piece.first + k
+        if table["skip"][r]:
+            continue
+        if not table["ok"][r]:
+            _one_line(st, page, line_no, piece.line(k))
+            continue
+        volser = table["volser"][r]
+        try:
+            row = _row(st, page, volser, "volume", "cache device overview", line_no)
+        except _BadLine as exc:
+            st.source.bad_line(exc.line_no, exc.reason)
+            continue
+        page.overview_rows += 1
+        row.setdefault("cache_hit_pct", table["hit"][r])
+        if page.overview_pool and page.key is not None and page.serial is not None:
+            st.vol_links.setdefault((*page.key, volser), ("POOL", table["pool"][r],
+                                                          page.serial))
 
 
 def _title_of(raw: str) -> str | None:
@@ -564,6 +990,9 @@ def _dasd_line(st: _State, page: _Page, line_no: int, line: str) -> None:
         return
     if tokens[0] == "GROUP" and "SERIAL" in tokens:
         line3 = tokens[tokens.index("SERIAL") + 1:]
+        if not line3:  # (the data lines would then have no values to take from the right)
+            raise _BadLine(line_no, "DASD column headings name no value columns after "
+                           "VOLUME SERIAL")
         if page.dasd_line2 is None or len(line3) != len(page.dasd_line2):
             raise _BadLine(line_no, "DASD column headings do not pair up (STORAGE ... LCU line "
                            "and GROUP ... SERIAL line differ in length)")
@@ -855,7 +1284,8 @@ def _tables_of_closed(st: _State) -> None:
     st.closed.clear()
     st.closed_rows = 0
     if batch:
-        present = [c for c in SCHEMA if any(c in r for r in batch)]
+        keys: set[str] = set().union(*batch)  # (one pass over the rows, not one a column)
+        present = [c for c in SCHEMA if c in keys]
         table = pl.DataFrame(batch, schema={c: SCHEMA[c] for c in present})
         st.tables.append(table.with_columns(
             pl.Series("host", extra["host"], dtype=pl.String()),

@@ -4,6 +4,8 @@ files that keep whole intervals, and sniffing."""
 
 from __future__ import annotations
 
+import random
+import re
 from datetime import UTC, datetime
 from pathlib import Path
 from zoneinfo import ZoneInfo
@@ -260,12 +262,29 @@ def test_lenient_skips_and_counts_bad_lines() -> None:
      "RRID '00G0'"),
     ("LCU  0040  9986.600", "LCU  00x0  9986.600", "LCU  0040  9986.600", "expected 'LCU nnnn'"),
     ("DB2D02  8*  0040", "DB2D01  8*  0040", "DB2D02  8*  0040", "appears twice"),
+    # a negative value: refused with its line (it failed the SampleFrame's checks unnamed)
+    ("1294.064 1.49", "1294.064 -1.49", "DB2D01  8*  0040", "RESP TIME: '-1.49' is negative"),
 ])
 def test_refusals(old: str, new: str, where: str, reason: str) -> None:
     with pytest.raises(InputFormatError) as exc:
         parse(BEFORE, corrupt(old, new))
     assert exc.value.line_no == line_no(BEFORE, where)
     assert reason in exc.value.reason
+
+
+def test_dasd_headings_without_value_columns_are_refused() -> None:
+    """(STORAGE ... LCU and GROUP ... SERIAL lines with nothing after LCU and SERIAL paired
+    up as no columns, and the first device line raised IndexError.)"""
+    text = BEFORE.read_text()
+    lines = text.split("\n")
+    heading = next(x for x in lines if x.lstrip().startswith("GROUP") and "SERIAL" in x)
+    above = lines[lines.index(heading) - 1]
+    data = text.replace(above, above[:above.index(" LCU") + len(" LCU")], 1).replace(
+        heading, heading[:heading.index("SERIAL") + len("SERIAL")], 1).encode()
+    with pytest.raises(InputFormatError) as exc:
+        parse(BEFORE, data)
+    assert exc.value.line_no == line_no(BEFORE, heading.strip())
+    assert "name no value columns" in exc.value.reason
 
 
 def test_text_before_first_page_is_refused() -> None:
@@ -417,3 +436,165 @@ def test_tables_of_closed_intervals_change_nothing_wherever_the_file_ends(
             assert got == want, cut
         else:
             assert got[0].equals(want[0]) and got[1:] == want[1:], cut
+
+
+# ---- the vectorised reading agrees with the line functions ----------------------------------
+def test_title_candidates_cover_every_title() -> None:
+    """The expression pre-filter lets every line through that _title_of reads as a title
+    (the ASA '1', letter-spaced titles with any blanks around them), and few others."""
+    lines = [*BEFORE.read_text().split("\n"), *AFTER.read_text().split("\n"),
+             "E S S   R A N K   S T A T I S T I C S", "   C A C H E   A C T I V I T Y  ",
+             "\x1cC A C H E   D E V I C E", "\u00a0E S S   R A N K\t", "1", "1CPU ACTIVITY",
+             "D I R E C T   A C C E S S   D E V I C E   A C T I V I T Y  PAGE 2",
+             "A B", "     ", "- - - -", "\u00e9 \u00e8 \u00e0   \u00fc"]
+    cand = rmf._title_candidates(pl.Series(lines)).to_list()
+    titles = [rmf._title_of(line) is not None for line in lines]
+    assert all(c for c, t in zip(cand, titles, strict=True) if t)
+    assert sum(titles) >= 20
+    # the ASA '1' makes any line a title; "- - - -" reads as one, as RMF's own titles do
+    assert titles[-11:] == [True, True, True, True, True, True, False, False, False, True, True]
+    # data, header and heading lines are not candidates
+    assert not any(c for c, line in zip(cand, lines, strict=True)
+                   if "SYSTEM ID" in line or "DB2D01" in line or "TOTAL H/R" in line)
+
+
+NUMBERS = ["N/A", "0", ".000", "1.49", "12.", "1294.064", "0012.50", "99999999999999999999.9",
+           "0.1", "1e5", "x1.5", "1.5.5", "-", "-1.5", "+1", "", ".", "NaN", "1_0", "\u0661",
+           "Infinity", "1,5"]
+
+
+def test_fast_numbers_agree_with_num() -> None:
+    """A token the expressions convert (N/A or a plain decimal) gives what _num gives; any
+    other token is left to _num, which refuses it or reads it."""
+    fast = pl.Series(NUMBERS).str.contains(rmf._FAST_NUM_RE).to_list()
+    assert fast == [True] * 9 + [False] * 13
+    got = pl.select(rmf._fast_floats(pl.lit(pl.Series(NUMBERS[:9])))).to_series().to_list()
+    assert got == [rmf._num(t, 1, "x") for t in NUMBERS[:9]]
+    assert got[0] is None and got[4] == 12.0
+    for token in NUMBERS[9:]:
+        if token not in ("1e5", "-1.5", "+1", "1_0", "\u0661"):
+            with pytest.raises(rmf._BadLine, match="is not a number"):
+                rmf._num(token, 7, "x")
+
+
+RATIOS = ["N/A", "0.998", "1.000", "1", "0", ".5", "0.0005", "00.12345678901234567", "1.",
+          "001.000", "1.001", "2.0", "10", "1.0000000000000000001", "x", "0.9.9", "-0.5"]
+
+
+def test_hit_ratio_percent_agrees_with_pct_of_ratio() -> None:
+    ok = pl.Series(RATIOS).str.contains(rmf._RATIO_OK_RE).to_list()
+    for ratio, fine in zip(RATIOS, ok, strict=True):
+        if ratio == "N/A" or not fine:
+            continue
+        want = rmf._pct_of_ratio(ratio, 1, "H/R")
+        got = pl.select(rmf._ratio_pct(pl.lit(ratio))).item()
+        assert got == want, ratio
+    assert ok == [False] + [True] * 9 + [False] * 7  # N/A is checked apart
+    for token in RATIOS[10:14]:
+        with pytest.raises(rmf._BadLine, match="hit ratio"):
+            rmf._pct_of_ratio(token, 1, "H/R")
+    assert pl.select(rmf._ratio_pct(pl.lit("N/A"))).item() is None
+    assert pl.select(rmf._ratio_pct(pl.lit("0.998"))).item() == 99.8
+
+
+def test_dasd_lines_parsed_together() -> None:
+    cols = ["ACTIVITY RATE", "RESP TIME", "IOSQ TIME", "PEND TIME", "DEV UTIL"]
+    lines = pl.Series([
+        "SGDB2    9000  33909    30051  DB2D01  8*  0040  1294.064 1.49 .000 .145 21.76",
+        "          9100  33909    10017  SYSRES  4*  0041     2.350 N/A .000 .090 0.01",
+        "                                LCU  0040  9986.600 1.50 .000 .145 16.87",
+        "                                LCU  00x0  9986.600 1.50 .000 .145 16.87",
+        "SGDB2    9000  33909    30051  DB2D01  8*  0040  1294.064 1.4x .000 .145 21.76",
+        "SGDB2    900G  33909    30051  DB2D01  8*  0040  1294.064 1.49 .000 .145 21.76",
+        "  1294.064 1.49 .000 .145 21.76"])
+    got = rmf._dasd_parsed(lines, cols)
+    assert got["ok"].to_list() == [True, True, True, False, False, False, False]
+    assert got.row(0) == (True, "DB2D01", "volume", "0040", "DB2D01", 1294.064, 1.49, 0.0,
+                          0.145, 21.76)
+    assert got.row(1)[:7] == (True, "SYSRES", "volume", "0041", "SYSRES", 2.35, None)
+    assert got.row(2)[:5] == (True, "LCU:0040", "lcu", "0040", None)
+
+
+def test_cache_rows_parsed_together() -> None:
+    ov = rmf._overview_parsed(pl.Series([
+        ("DB2D01   9000 0000    13.0   1391.5   793.9  594.7    0.0      2.9    0.0    0.0    "
+         "0.0    0.0    118.9  0.998  0.996  1.000   57.3"),
+        ("DB2L01   9008 0000     0.3     33.3     0.0   33.3    0.0      0.0    0.0    0.0    "
+         "0.0    0.0      6.7  N/A    N/A  1.000    0.0"),
+        ("DB2L01   9008 0000     0.3     33.3     0.0   33.3    0.0      0.0    0.0    0.0    "
+         "0.0    0.0      6.7  1.100    N/A  1.000    0.0"),
+        ("DB2L01   9008 00X0     0.3     33.3     0.0   33.3    0.0      0.0    0.0    0.0    "
+         "0.0    0.0      6.7  1.000    N/A  1.000    0.0"),
+        "*CACHE-OFF             0.0      0.0", "VOLUME   DEV  XTNT       %      I/O"]), pool=True)
+    assert ov.rows() == [(False, True, "DB2D01", "0000", 99.8),
+                         (False, True, "DB2L01", "0000", None),
+                         (False, False, "DB2L01", "0000", 110.0),
+                         (False, False, None, None, None),
+                         (True, False, None, None, None),
+                         (True, False, None, None, None)]
+    rq = rmf._requests_parsed(pl.Series([
+        "REQUESTS             COUNT     RATE      HITS",
+        ("TOTAL                47806    796.8     47635    793.9 0.996       35682    594.7     "
+         "35682    594.7     35682    594.7 1.000     57.3"),
+        ("CFW DATA                 0      0.0         0      0.0   N/A           0      N/A     "
+         "    0      0.0         0      0.0   N/A      N/A"),
+        "SEQUENTIAL          362907   6048.5    361907   6031.8 0.997      273259   4554.3",
+        ("NORMAL                4812     8O.2      4522     75.4 0.940        3166     52.8     "
+         " 3166     52.8      3166     52.8 1.000     60.3"),
+        "OTHER 1 2"]))
+    assert rq["skip"].to_list() == [True, False, False, False, False, False]
+    assert rq["ok"].to_list() == [False, True, True, False, False, False]
+    assert rq["label"].to_list()[1:] == ["TOTAL", "CFW DATA", None, "NORMAL", None]
+    assert rq["v"][1].to_list()[:2] == ["47806", "796.8"]
+
+
+def _line_by_line(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Make every line go through the line functions, one by one (the state machine the
+    vectorised reading stands in for)."""
+    real = rmf._classify
+
+    def every_line(*args: object) -> object:
+        piece = real(*args)  # type: ignore[arg-type]
+        for name in ("dasd_events", "cache_events", "not_title"):
+            getattr(piece, name)[:] = True
+        for name in ("dasd_data", "cache_data", "rules", "ess_ignored", "header_blank"):
+            getattr(piece, name)[:] = False
+        return piece
+
+    monkeypatch.setattr(rmf, "_classify", every_line)
+    monkeypatch.setattr(rmf, "_title_candidates", lambda lines: pl.Series([True] * len(lines)))
+
+
+def _damaged(seed: int) -> bytes:
+    """The two fixtures, with a few fields replaced by garbage, lines dropped or doubled."""
+    rnd = random.Random(seed)  # noqa: S311 - test data, not secrets
+    lines = (BEFORE.read_bytes() + AFTER.read_bytes()).split(b"\n")
+    garbage = [b"x1.5", b"1.5.5", b"N/A", b"-", b"1e5", b"2.0", b".", b"1.", b"00G0",
+               "\u0661".encode(), b"1.5\t", b"\xc2\xa0", b"", b"TOTAL"]
+    for _ in range(3):
+        i = rnd.randrange(len(lines))
+        fields = list(re.finditer(rb"\S+", lines[i]))
+        if fields and rnd.random() < 0.8:
+            m = rnd.choice(fields)
+            lines[i] = lines[i][:m.start()] + rnd.choice(garbage) + lines[i][m.end():]
+        else:
+            lines.insert(i, lines[i]) if rnd.random() < 0.5 else lines.pop(i)
+    data = b"\n".join(lines)
+    return data[:rnd.randrange(len(data) // 2, len(data) + 1)] if seed % 3 == 0 else data
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_vectorised_reading_is_the_line_by_line_reading(
+        monkeypatch: pytest.MonkeyPatch, seed: int) -> None:
+    """Damaged and cut inputs, strict and --lenient: the same rows, notes and refusals
+    (line numbers and reasons) as reading every line through the line functions."""
+    data = _damaged(seed)
+    for lenient in (False, True):
+        want = read_outcome(rmf, data, None, lenient=lenient)
+        with monkeypatch.context() as m:
+            _line_by_line(m)
+            got = read_outcome(rmf, data, None, lenient=lenient)
+        if isinstance(want[0], str):
+            assert got == want, seed
+        else:
+            assert got[0].equals(want[0]) and got[1:] == want[1:], seed
