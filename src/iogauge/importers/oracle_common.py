@@ -62,7 +62,9 @@ A file cut off inside a section keeps the sections that were complete (a table i
 when its closing rule, the next title or -- for wait lists -- the blank line after it was
 read) and drops the cut one, with a note.
 
-How a piece is read (no Python loop over its lines):
+How a piece is read (Python reads only the lines that carry structure -- section titles,
+column headings, the header lines that can hold snapshot times or names, a few a table --
+never the rows of a table one by one):
 
 * its lines are classified at once by polars (section titles, rules of dashes, footers, blank
   lines, lines of numbers only, the header lines that can hold a snapshot time, block size or
