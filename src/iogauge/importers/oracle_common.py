@@ -831,8 +831,9 @@ _TIME_RE = re.compile(r"(\d{1,2})-([A-Za-z]{3})-(\d{2}|\d{4}) (\d{1,2}):(\d{2}):
 def _oracle_time(text: str) -> datetime:
     """``21-Aug-07 10:01:03`` (or a four-digit year), as ``strptime`` reads it with
     ``%d-%b-%y %H:%M:%S`` or ``%Y`` (two-digit years 69-99 are 19xx, 00-68 20xx; month
-    names in any case) -- without strptime, which took a fifth of the time of a file of
-    small reports. ValueError for anything else or a date that does not exist."""
+    names in any case) -- without strptime, which took 8 % of the reading of many small
+    reports (0.22 s of 2.68 s under cProfile, a 10 MB slice of 2,438 AWR reports, every
+    report two new times). ValueError for anything else or a date that does not exist."""
     m = _TIME_RE.fullmatch(text)
     month = _MONTHS.get(m.group(2).lower()) if m else None
     if m is None or month is None:
