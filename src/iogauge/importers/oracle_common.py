@@ -899,13 +899,9 @@ class _Ctx:
     # ---- file and tablespace I/O -------------------------------------------------------------
     def add_files(self, table: _Table, kind: str) -> None:
         cols = table.cols + (table.cols2 or [])
-        keys = [_norm(c.name) for c in cols]
-        if "tablespace" not in keys or (kind == "file" and "filename" not in keys):
-            raise _BadLine(table.title_line, f"{table.title}: no Tablespace"
-                           f"{' / Filename' if kind == 'file' else ''} column")
-        stats = {_FILE_COLUMNS[k]: idx for idx, k in enumerate(keys) if k in _FILE_COLUMNS}
-        if "reads_ps" not in stats and "reads" not in stats:
-            raise _BadLine(table.title_line, f"{table.title}: no Reads or Av Reads/s column")
+        keys, stats, refusal = _file_layout(cols, kind)
+        if refusal is not None:
+            raise _BadLine(table.title_line, f"{table.title}: {refusal}")
         if self.rep.block_bytes is None:
             self.notes.add("no 'Std Block Size' / 'db_block_size' in the report: Av Blks/Rd "
                            "converted with 8 KB blocks")
@@ -1195,17 +1191,12 @@ def _file_frame(out: _Out) -> pl.DataFrame | None:
     _Ctx.add_files makes them row by row; a table with anything it would refuse or note
     (a value that is not a number, a name missing, a file listed twice) is set aside for
     it."""
-    frames: list[tuple[list[_Spec], pl.DataFrame, pl.DataFrame, np.ndarray]] = []
+    frames: list[tuple[list[_Spec], pl.DataFrame, pl.DataFrame, np.ndarray,
+                       dict[str, int]]] = []
     for specs in _groups(out.specs, ("file", "tablespace")):
         s0 = specs[0]
-        kind, cols = s0.kind, s0.cols + (s0.cols2 or [])
-        keys = [_norm(c.name) for c in cols]
-        refusal = None
-        if "tablespace" not in keys or (kind == "file" and "filename" not in keys):
-            refusal = f"no Tablespace{' / Filename' if kind == 'file' else ''} column"
-        stats = {_FILE_COLUMNS[k]: idx for idx, k in enumerate(keys) if k in _FILE_COLUMNS}
-        if refusal is None and "reads_ps" not in stats and "reads" not in stats:
-            refusal = "no Reads or Av Reads/s column"
+        kind = s0.kind
+        keys, stats, refusal = _file_layout(s0.cols + (s0.cols2 or []), kind)
         if refusal is not None:
             for s in specs:
                 out.events.bad((out.meta[s.rep].r, s.seq, 1), s.title_line,
@@ -1269,26 +1260,25 @@ def _file_frame(out: _Out) -> pl.DataFrame | None:
             parent=tsname if kind == "file" else pl.lit(None, dtype=pl.String),
             r_iops=r_iops, w_iops=w_iops, r_await_ms=rd_ms, r_areq_kB=areq,
             _odd=pl.any_horizontal(odd), _rep=pl.Series([s.rep for s in specs])[tids])
-        frames.append((specs, cells, rows, tids))
+        frames.append((specs, cells, rows, tids, stats))
     if not frames:
         return None
     # A report's tables of one kind share the names they list (_Ctx.seen): a file listed
     # twice, or a table set aside, sets aside all of them, so that _Ctx reads them in order.
     everything = pl.concat([rows.select("_rep", "device_kind", "device", "_odd",
                                         _g=pl.lit(g), _tid="_tid")
-                            for g, (_, _, rows, _) in enumerate(frames)])
+                            for g, (_, _, rows, _, _) in enumerate(frames)])
     twice = everything.filter(pl.col("device").is_duplicated().over("_rep", "device_kind"))
     aside = (pl.concat([twice, everything.filter("_odd")])
              .select("_rep", "device_kind").unique())
     aside_rows = everything.join(aside, on=["_rep", "device_kind"], how="semi")
     good: list[pl.DataFrame] = []
-    for g, (specs, cells, rows, tids) in enumerate(frames):
+    for g, (specs, cells, rows, tids, stats) in enumerate(frames):
         bad_t = set(aside_rows.filter(pl.col("_g") == g)["_tid"].to_list())
         kept = rows
         if bad_t:
             _to_fallback(out, specs, cells, tids, bad_t, len(specs[0].cols))
             kept = rows.filter(~pl.col("_tid").is_in(list(bad_t)))
-        stats = _file_stats(specs[0])
         if "reads_ps" not in stats and "reads" in stats:
             for t in kept.filter(pl.col("r_iops").is_not_null())["_tid"].unique().to_list():
                 out.notes[specs[t].rep].add(
@@ -1299,9 +1289,16 @@ def _file_frame(out: _Out) -> pl.DataFrame | None:
     return pl.concat(good)
 
 
-def _file_stats(spec: _Spec) -> dict[str, int]:
-    keys = [_norm(c.name) for c in spec.cols + (spec.cols2 or [])]
-    return {_FILE_COLUMNS[k]: idx for idx, k in enumerate(keys) if k in _FILE_COLUMNS}
+def _file_layout(cols: list[_Col], kind: str) -> tuple[list[str], dict[str, int], str | None]:
+    """A file or tablespace table's headings (lower case, no spaces), the statistic each
+    column holds (_FILE_COLUMNS -> column index), and why the table cannot be read, or None."""
+    keys = [_norm(c.name) for c in cols]
+    stats = {_FILE_COLUMNS[k]: idx for idx, k in enumerate(keys) if k in _FILE_COLUMNS}
+    if "tablespace" not in keys or (kind == "file" and "filename" not in keys):
+        return keys, stats, f"no Tablespace{' / Filename' if kind == 'file' else ''} column"
+    if "reads_ps" not in stats and "reads" not in stats:
+        return keys, stats, "no Reads or Av Reads/s column"
+    return keys, stats, None
 
 
 def _fallback(out: _Out) -> None:

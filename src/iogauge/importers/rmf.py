@@ -406,7 +406,8 @@ _CLEAN_RE = r"^[ -~]*$"
 #: Two printable, non-blank ASCII characters side by side: not a letter-spaced title.
 _NOT_SPACED_RE = r"[!-~]{2}"
 #: A value read without Python: N/A or an unsigned decimal number as RMF prints it.
-_FAST_NUM_RE = r"^(?:N/A|[0-9]+(?:\.[0-9]*)?|\.[0-9]+)$"
+_FAST_NUM = r"N/A|[0-9]+(?:\.[0-9]*)?|\.[0-9]+"
+_FAST_NUM_RE = f"^(?:{_FAST_NUM})$"
 #: A hit ratio not above 1 (N/A apart), decided on the digits as _pct_of_ratio's Decimal does.
 _RATIO_OK_RE = r"^(?:0*(?:\.[0-9]*)?|0*1(?:\.0*)?)$"
 
@@ -668,7 +669,7 @@ def _dasd_lines(st: _State, page: _Page, piece: _Piece, a: int, b: int) -> None:
 
 def _values_re(n: int) -> str:
     """``n`` values (named v0, v1, ...) that :func:`_num` reads, to the end of the line."""
-    return "".join(f" +(?P<v{j}>N/A|[0-9]+(?:\\.[0-9]*)?|\\.[0-9]+)" for j in range(n)) + " *$"
+    return "".join(f" +(?P<v{j}>{_FAST_NUM})" for j in range(n)) + " *$"
 
 
 def _dasd_parsed(lines: pl.Series, cols: list[str]) -> pl.DataFrame:
