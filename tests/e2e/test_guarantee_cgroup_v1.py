@@ -351,5 +351,10 @@ def test_seed004_evaluation_3_quick_with_the_adaptive_policy() -> None:
     assert m.phases[1].b_iops < cal[1].b_iops
     assert m.limit_changes_per_min > 0
     # A converges after the step up and then stays at its floor in most intervals.
-    assert m.settle_s[1] is not None and m.settle_s[1] <= ge.CONVERGENCE_GOAL_S
+    x = run.samples.arrays()
+    phase2 = ge.phase_of(x["t_end_s"], x["dt_s"], run.phases) == 1
+    a_ios_phase2 = x["a_ios"][phase2].astype(int).tolist()
+    assert m.settle_s[1] is not None and m.settle_s[1] <= ge.CONVERGENCE_GOAL_S, (
+        f"A did not settle at its floor of {run.phases[1].a_floor_iops} IOPS in phase 2: "
+        f"A's I/Os per interval {a_ios_phase2}")
     assert m.a_met_after_share >= 0.8, m
