@@ -94,25 +94,32 @@ sub-section titles after them, SUBSYSTEM/TYPE-MODEL/VOLSER/SERIAL lines, the req
 heading, TOTAL H/R, ESS SERIAL NUMBER and rank lines. Only those go through the line functions
 (the state machine) one by one. Between two of them the state cannot change, so the data lines
 there -- DASD device and LCU lines, cache device overview rows, request table rows -- are
-checked, split and converted by one regex per line type for the whole piece, and only merged
-into the rows in Python (:func:`_row`); lines there that change nothing (status, cache misses)
-are not read at all. A line the expressions cannot vouch for (a character outside printable
-ASCII, a field that is not a plain number, a wrong field count) is read by the line function,
-so it is refused with the same line number and reason as before. On the benchmark input below
-23 % of the lines still go through the line functions one by one (page headers 6.6 %, cache
-structure 12.4 %, ESS 2.5 %, DASD headings 1.7 %) and 4 % are page titles; the data rows
-(23 %) are merged one by one after their parsing; the rest is never touched in Python.
+checked, split and converted by one regex per line type for the whole piece; lines there that
+change nothing (status, cache misses) are not read at all. A run of DASD or device overview
+lines between two structure lines joins its interval at once (:func:`_bulk`): set operations
+check that no device of the run is in its section twice or of two kinds, and its rows stay in
+the parsed table, gathered once a piece (State.parts). A line the expressions cannot vouch
+for (a character outside printable ASCII, a field that is not a plain number, a wrong field
+count), and every line of a run that fails a check, is read by the line function, so it is
+refused with the same line number and reason as before. On the benchmark input below 23 % of
+the lines still go through the line functions one by one (page headers 6.6 %, cache
+structure 12.4 %, ESS 2.5 %, DASD headings 1.7 %) and 4 % are page titles; of the rows,
+those of the DASD and device overview lines (86 % in a 10 MB slice: 18,086 of 21,098) are
+never touched one by one in Python, those of the request tables (SSID and cache device
+pages) and ESS rank lines are; the rest of the lines is never touched in Python.
 
 Memory: the text is read a piece at a time, and RMF prints the reports of an interval
-together, so a host's earlier intervals are complete when a later one begins: their rows
-leave Python dicts (some 1.4 kB a row) for a table of the columns present, a batch of
-``_ROWS_PER_TABLE`` rows at a time, with their volume links and LCU; only what the cut
-checks need of their lines (the lines every one of them had) is kept. A page of an
+together, so a host's earlier intervals are complete when a later one begins: once
+``_ROWS_PER_TABLE`` rows of closed intervals are waiting, those read a line at a time leave
+Python dicts (some 1.4 kB a row) and, with those read a run at a time, make a table of a
+row per device and interval (:func:`_merged`), with their volume links and LCU; only what
+the cut checks need of their lines (the lines every one of them had) is kept. A page of an
 interval thought complete opens it again. The rows are handed on at the end (a volume's
 parent comes from the whole file's ESS pages), sorted, in SampleFrames of ``_ROWS_OUT``
-rows: 100 MB of report (``benchmarks/import_memory.py``) import to Parquet at 0.26 GB peak
-in 9.7-11.7 s (the line-by-line reading before the vectorised one: 0.24 GB, 13.7-16.0 s, in
-alternation), where reading the whole file took 0.94 GB in 15 s (same rows).
+rows: 100 MB of report (``benchmarks/import_memory.py``) import to Parquet at 0.25-0.28 GB
+peak in 11.1-11.5 s, where merging every row one by one took 0.25-0.26 GB and 12.1-12.4 s
+(two runs each, in alternation, same rows; the line-by-line reading before the vectorised
+one took 0.24 GB and 13.7-16.0 s in an earlier hour, and reading the whole file 0.94 GB).
 """
 
 from __future__ import annotations
@@ -123,7 +130,8 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal, InvalidOperation
-from functools import partial
+from functools import lru_cache, partial
+from itertools import repeat
 from typing import Any, BinaryIO
 
 import numpy as np
@@ -263,12 +271,22 @@ class _Interval:
     start: datetime  # naive, z/OS local time
     interval_s: Decimal
     from_dasd: bool
+    #: rows read one line at a time: device -> column -> value (the rows read a run of
+    #: lines at a time are in State.parts)
     rows: dict[str, dict[str, Any]] = field(default_factory=dict)
+    #: device_kind -> the devices of that kind (in ``rows`` or State.parts)
+    kinds: dict[str, set[str]] = field(default_factory=dict)
     seen: set[tuple[str, str]] = field(default_factory=set)
     sections: set[str] = field(default_factory=set)
     closed: bool = False  # a later interval of its host began (see _close_older)
     in_table: bool = False  # its rows were moved to State.tables
     folded: bool = False  # its ``seen`` went into State.common_seen (and was let go)
+
+    def kind_of(self, device: str) -> str | None:
+        return next((k for k, devices in self.kinds.items() if device in devices), None)
+
+    def devices(self) -> int:
+        return sum(len(devices) for devices in self.kinds.values())
 
 
 @dataclass
@@ -317,8 +335,15 @@ class _State:
     vol_links: dict[tuple[str, datetime, str], tuple[str, str, str]] = field(default_factory=dict)
     vol_lcu: dict[tuple[str, datetime, str], str] = field(default_factory=dict)
     rank_pool: dict[str, str] = field(default_factory=dict)
-    #: the rows of closed intervals as tables (see :func:`_close_older`)
+    #: the rows of closed intervals read one line at a time, as tables (see
+    #: :func:`_close_older`)
     tables: list[pl.DataFrame] = field(default_factory=list)
+    #: the rows read a run of lines at a time (:func:`_bulk`) of intervals not yet tabled,
+    #: a table per piece and line type: host, _start, device, device_kind, the columns they
+    #: set, _lcu, _link (and _has_hit for the device overview's)
+    parts: list[pl.DataFrame] = field(default_factory=list)
+    #: the piece being read (whose runs :func:`_tables_of_closed` takes first)
+    piece: _Piece | None = None
     #: closed intervals whose rows are still dicts, and how many rows they hold
     closed: list[tuple[str, datetime]] = field(default_factory=list)
     closed_rows: int = 0
@@ -395,7 +420,8 @@ def iter_parse(stream: BinaryIO, source: Source, *, chunk_bytes: int = CHUNK_BYT
 # lines that carry structure (headings, rules, SUBSYSTEM/SERIAL/VOLSER lines, table labels)
 # and the data lines; the structure lines go one by one through the line functions below
 # (the state machine), and the data lines between two of them are split, checked and
-# converted together, then merged into the rows by the same code as before (_row). Anything
+# converted together; a run of DASD or device overview rows joins its interval at once
+# (_bulk), request table rows are merged one by one (_row, a few a page). Anything
 # the expressions cannot vouch for -- a character other than printable ASCII (Python's
 # str.split() and the regex engine disagree on what is white space), a field that is not a
 # plain number, a wrong field count -- goes through the line functions instead, so that it
@@ -476,8 +502,8 @@ class _Piece:
     #: lines that cannot be a cache sub-section title (a digit or "--", or not plain ASCII)
     not_title: np.ndarray
     stripped: pl.Series
-    #: parsed data lines, made when first needed: key -> (position -> row, columns)
-    parsed: dict[Any, tuple[np.ndarray, dict[str, list[Any]]]] = field(default_factory=dict)
+    #: parsed data lines, made when first needed (see :func:`_parsed`)
+    parsed: dict[Any, _Parsed] = field(default_factory=dict)
 
     def line(self, k: int) -> str:
         return self.raw[k].rstrip("\r")
@@ -501,6 +527,7 @@ def _read_piece(st: _State, page: _Page | None, first: int, raw_lines: list[str]
         if title is not None:
             titles.append((i, title, raw.startswith("1")))
     piece = _classify(lines, raw_lines, first, page, titles)
+    st.piece = piece
     start = 0
     for i, title, asa in titles:
         page = _read_page_lines(st, page, piece, start, i)
@@ -508,7 +535,46 @@ def _read_piece(st: _State, page: _Page | None, first: int, raw_lines: list[str]
         if title not in _KNOWN and title not in st.skipped_titles:
             st.skipped_titles.append(title)
         start = i + 1
-    return _read_page_lines(st, page, piece, start, len(raw_lines))
+    page = _read_page_lines(st, page, piece, start, len(raw_lines))
+    _keep_runs(st, piece)
+    st.piece = None
+    return page
+
+
+def _keep_runs(st: _State, piece: _Piece) -> None:
+    """The rows of the runs of data lines read at once (:func:`_bulk`) into State.parts: one
+    gather from each parsed table of the piece, with each row's interval (host, _start).
+    Called at the end of a piece, and before its intervals' rows are tabled."""
+    for key, parsed in piece.parsed.items():
+        if not parsed.runs:
+            continue
+        rows = np.concatenate([r for r, _ in parsed.runs])
+        run = np.repeat(np.arange(len(parsed.runs)), [r.size for r, _ in parsed.runs])
+        info = pl.DataFrame([(k, *meta) for k, (_, meta) in enumerate(parsed.runs)],
+                            schema={"_run": pl.Int64(), "host": pl.String(),
+                                    "_start": pl.Datetime("us"), "_serial": pl.String()},
+                            orient="row")
+        df = parsed.frame[rows].with_columns(pl.Series("_run", run, dtype=pl.Int64())).join(
+            info, on="_run", how="left", maintain_order="left")
+        none = pl.lit(None, pl.String())
+        if key[0] == "dasd":
+            kind = pl.col("kind")
+            st.parts.append(df.select(
+                "host", "_start", "device", kind.alias("device_kind"),
+                *parsed.frame.columns[5:],  # (the mapped values: see _dasd_parsed)
+                pl.when(kind == "volume").then(pl.col("lcu")).otherwise(none).alias("_lcu"),
+                none.alias("_link")))
+        else:  # the device overview: its TOTAL H/R, and its XTNT POOL column
+            serial = pl.col("_serial")
+            st.parts.append(df.select(
+                "host", "_start", pl.col("volser").alias("device"),
+                pl.lit("volume", pl.String()).alias("device_kind"),
+                pl.col("hit").alias("cache_hit_pct"), none.alias("_lcu"),
+                pl.when(serial.is_not_null())
+                .then(pl.concat_str([pl.lit("POOL"), pl.col("pool"), serial], separator="\t"))
+                .otherwise(none).alias("_link"),
+                pl.lit(value=True).alias("_has_hit")))  # (as its setdefault set the key)
+        parsed.runs = []
 
 
 def _classify(lines: pl.Series, raw_lines: list[str], first: int, page: _Page | None,
@@ -583,15 +649,40 @@ def _classify(lines: pl.Series, raw_lines: list[str], first: int, page: _Page | 
                   stripped=df["s"])
 
 
+@dataclass
+class _Parsed:
+    """Data lines of a piece parsed together: ``row_of[k]`` is piece line k's row of
+    ``frame`` (for the lines parsed), ``cols`` the frame's columns as lists, ``ok`` and
+    ``skip`` its ok and skip columns as arrays (skip: all False when it has none)."""
+
+    row_of: np.ndarray
+    frame: pl.DataFrame
+    cols: dict[str, list[Any]]
+    ok: np.ndarray
+    skip: np.ndarray
+    #: the device column (object array), and for DASD lines the LCU summary lines
+    devices: np.ndarray
+    is_lcu: np.ndarray
+    #: runs read at once (:func:`_bulk`): their rows, and (host, start, link serial)
+    runs: list[tuple[np.ndarray, tuple[str, datetime, str | None]]] = field(
+        default_factory=list)
+
+
 def _parsed(piece: _Piece, key: Any, mask: np.ndarray, lines: pl.Series,
-            parse: Callable[[pl.Series], pl.DataFrame]
-            ) -> tuple[np.ndarray, dict[str, list[Any]]]:
+            parse: Callable[[pl.Series], pl.DataFrame]) -> _Parsed:
     """The lines of ``mask`` parsed by ``parse`` (one call for the whole piece, kept under
-    ``key``): (piece position -> row, the columns as lists)."""
+    ``key``)."""
     got = piece.parsed.get(key)
     if got is None:
-        table = parse(lines.filter(pl.Series(mask)))
-        got = (np.cumsum(mask) - 1, {c: table[c].to_list() for c in table.columns})
+        frame = parse(lines.filter(pl.Series(mask)))
+        no = np.zeros(frame.height, dtype=bool)
+        cols = {c: frame[c].to_list() for c in frame.columns}
+        device = next((c for c in ("device", "volser") if c in cols), None)
+        got = _Parsed(np.cumsum(mask) - 1, frame, cols, frame["ok"].to_numpy(),
+                      frame["skip"].to_numpy() if "skip" in cols else no,
+                      np.array(cols[device] if device else [], dtype=object),
+                      frame["kind"].eq("lcu").fill_null(value=False).to_numpy()
+                      if "kind" in cols else no)
         piece.parsed[key] = got
     return got
 
@@ -643,18 +734,28 @@ def _dasd_lines(st: _State, page: _Page, piece: _Piece, a: int, b: int) -> None:
                 _one_line(st, page, piece.first + k, piece.line(k))
             continue
         cols = page.dasd_cols
-        row_of, table = _parsed(piece, ("dasd", tuple(cols)), piece.dasd_data, piece.body,
-                                partial(_dasd_parsed, cols=cols))
+        parsed = _parsed(piece, ("dasd", tuple(cols)), piece.dasd_data, piece.body,
+                         partial(_dasd_parsed, cols=cols))
+        row_of, table = parsed.row_of, parsed.cols
         names = list(table)[5:]
+        rows = row_of[pos]
+        if parsed.ok[rows].all():
+            devices, is_lcu = parsed.devices[rows], parsed.is_lcu[rows]
+            if _bulk(st, page, "DASD", devices, {"volume": set(devices[~is_lcu]),
+                                                 "lcu": set(devices[is_lcu])}):
+                parsed.runs.append((rows, (*page.key, None)))  # type: ignore[misc]
+                page.dasd_rows += rows.size
+                page.dasd_last_lcu = bool(is_lcu[-1])
+                continue
         for k in pos.tolist():
             r = int(row_of[k])
             line_no = piece.first + k
             if not table["ok"][r]:
                 _one_line(st, page, line_no, piece.line(k))
                 continue
-            kind = table["kind"][r]
+            kind_r = table["kind"][r]
             try:
-                row = _row(st, page, table["device"][r], kind, "DASD", line_no)
+                row = _row(st, page, table["device"][r], kind_r, "DASD", line_no)
             except _BadLine as exc:
                 st.source.bad_line(exc.line_no, exc.reason)
                 continue
@@ -664,7 +765,7 @@ def _dasd_lines(st: _State, page: _Page, piece: _Piece, a: int, b: int) -> None:
             if volser is not None and page.key is not None:
                 st.vol_lcu[(*page.key, volser)] = table["lcu"][r]
             page.dasd_rows += 1
-            page.dasd_last_lcu = kind == "lcu"
+            page.dasd_last_lcu = kind_r == "lcu"
 
 
 def _values_re(n: int) -> str:
@@ -756,8 +857,8 @@ def _requests_parsed(lines: pl.Series) -> pl.DataFrame:
 
 def _request_rows(st: _State, page: _Page, piece: _Piece, pos: np.ndarray) -> None:
     """A run of lines of a READ/WRITE I/O REQUESTS table (as :func:`_requests_line`)."""
-    row_of, table = _parsed(piece, "requests", piece.request_rows, piece.stripped,
-                            _requests_parsed)
+    parsed = _parsed(piece, "requests", piece.request_rows, piece.stripped, _requests_parsed)
+    row_of, table = parsed.row_of, parsed.cols
     for k in pos.tolist():
         r = int(row_of[k])
         line_no = piece.first + k
@@ -796,10 +897,21 @@ def _overview_parsed(lines: pl.Series, pool: bool) -> pl.DataFrame:
 
 
 def _overview_rows(st: _State, page: _Page, piece: _Piece, pos: np.ndarray) -> None:
-    """A run of device overview lines: split and converted together, merged row by row."""
+    """A run of device overview lines: split and converted together; the run joins its
+    interval at once (:func:`_bulk`), or line by line when a check fails."""
     pool = page.overview_pool
-    row_of, table = _parsed(piece, ("overview", pool), piece.cache_data, piece.stripped,
-                            partial(_overview_parsed, pool=pool))
+    parsed = _parsed(piece, ("overview", pool), piece.cache_data, piece.stripped,
+                     partial(_overview_parsed, pool=pool))
+    row_of, table = parsed.row_of, parsed.cols
+    rows = row_of[pos]
+    if (parsed.ok[rows] | parsed.skip[rows]).all():
+        rows = rows[~parsed.skip[rows]]
+        devices = parsed.devices[rows]
+        if _bulk(st, page, "cache device overview", devices, {"volume": set(devices)}):
+            serial = page.serial if pool else None  # (the link: the XTNT POOL column's)
+            parsed.runs.append((rows, (*page.key, serial)))  # type: ignore[misc]
+            page.overview_rows += rows.size
+            return
     for k in pos.tolist():
         r = int(row_of[k])
         line_no = piece.first + k
@@ -867,7 +979,7 @@ def _drop_cut_interval(st: _State, page: _Page, cut_line: bool) -> None:
     iv = st.intervals.pop(key)
     st.source.note(f"{why} (RMF page '{page.title}' from line {page.line_no}): dropped the "
                    f"whole interval starting {iv.start:%m/%d/%Y %H.%M.%S} on {iv.host} "
-                   f"({len(iv.rows)} devices) so that only complete intervals are kept")
+                   f"({iv.devices()} devices) so that only complete intervals are kept")
 
 
 def _drop_short_last_intervals(st: _State) -> None:
@@ -917,8 +1029,7 @@ def _page_line(st: _State, page: _Page, line_no: int, line: str) -> None:
         if m and page.header_sys is not None:
             sysid, date, iv = page.header_sys
             try:
-                start = datetime.strptime(f"{date} {m.group(1)}.{m.group(2)}.{m.group(3)}",
-                                          "%m/%d/%Y %H.%M.%S")
+                start = _start_time(f"{date} {m.group(1)}.{m.group(2)}.{m.group(3)}")
             except ValueError as exc:
                 raise _BadLine(line_no, f"bad report date/time {date} "
                                f"{m.group(1)}.{m.group(2)}.{m.group(3)}: {exc}") from exc
@@ -946,6 +1057,13 @@ def _page_line(st: _State, page: _Page, line_no: int, line: str) -> None:
         _cache_line(st, page, line_no, stripped)
 
 
+@lru_cache(maxsize=256)
+def _start_time(text: str) -> datetime:
+    """A page header's DATE and TIME (``mm/dd/yyyy hh.mm.ss``), parsed once per interval,
+    not once per page (strptime took 7 % of the reading time of the benchmark input)."""
+    return datetime.strptime(text, "%m/%d/%Y %H.%M.%S")
+
+
 def _row(st: _State, page: _Page, device: str, kind: str, section: str,
          line_no: int) -> dict[str, Any]:
     if page.key is None:  # pragma: no cover - _page_line reads the header first
@@ -955,13 +1073,39 @@ def _row(st: _State, page: _Page, device: str, kind: str, section: str,
         raise _BadLine(line_no, f"{device} appears twice in the {section} report of the interval "
                        f"starting {iv.start:%m/%d/%Y %H.%M.%S}")
     iv.seen.add((device, section))
+    other = iv.kind_of(device)
+    if other is not None and other != kind:
+        raise _BadLine(line_no, f"{device} is a {other} elsewhere in this interval")
+    iv.kinds.setdefault(kind, set()).add(device)
     row = iv.rows.get(device)
     if row is None:
         row = {"device": device, "device_kind": kind}
         iv.rows[device] = row
-    elif row["device_kind"] != kind:
-        raise _BadLine(line_no, f"{device} is a {row['device_kind']} elsewhere in this interval")
     return row
+
+
+def _bulk(st: _State, page: _Page, section: str, devices: np.ndarray,
+          by_kind: dict[str, set[str]]) -> bool:
+    """Whether a run of data lines, parsed and checked (their ``devices``, and the devices
+    of each kind), can go into the page's interval at once: :func:`_row` would find
+    nothing wrong with any of them -- no device twice in the section, none of another kind
+    -- and it notes them as :func:`_row` does (the caller keeps their rows). Else False:
+    the caller reads them one by one, so that the first of them that is wrong is refused
+    with its line."""
+    if page.key is None:  # pragma: no cover - _page_line reads the header first
+        return False
+    iv = st.intervals[page.key]
+    new = set(zip(devices.tolist(), repeat(section), strict=False))
+    if len(new) < devices.size or not new.isdisjoint(iv.seen):
+        return False
+    for kind, mine in by_kind.items():
+        if any(not mine.isdisjoint(theirs) for k, theirs in (*iv.kinds.items(),
+                                                             *by_kind.items()) if k != kind):
+            return False
+    iv.seen |= new
+    for kind, mine in by_kind.items():
+        iv.kinds.setdefault(kind, set()).update(mine)
+    return True
 
 
 # ---- DIRECT ACCESS DEVICE ACTIVITY ----------------------------------------------------------
@@ -1045,7 +1189,7 @@ def _cache_line(st: _State, page: _Page, line_no: int, s: str) -> None:
         page.after_rule = True
         return
     after_rule, page.after_rule = page.after_rule, False
-    if after_rule and not any(ch.isdigit() for ch in s) and "--" not in s:
+    if after_rule and not any(map(str.isdigit, s)) and "--" not in s:
         # a sub-section title, printed between two full-width rules
         _finish_requests(st, page, line_no)
         page.subsection, page.table = s, ""
@@ -1246,7 +1390,7 @@ def _close_older(st: _State, new: _Interval) -> None:
         if iv.start < new.start:
             iv.closed = True
             st.closed.append(key)
-            st.closed_rows += len(iv.rows)
+            st.closed_rows += iv.devices()
         else:
             still.append(key)
     still.append((new.host, new.start))
@@ -1255,18 +1399,31 @@ def _close_older(st: _State, new: _Interval) -> None:
         _tables_of_closed(st)
 
 
-def _tables_of_closed(st: _State) -> None:
+def _ts_of(st: _State, iv: _Interval) -> datetime:
+    """An interval's ``ts``: its end, in UTC."""
+    end_local = iv.start + timedelta(seconds=float(iv.interval_s))
     tz = st.source.tz
+    return (end_local.replace(tzinfo=tz).astimezone(UTC) if tz is not None
+            else end_local.replace(tzinfo=UTC))
+
+
+def _tables_of_closed(st: _State) -> None:
+    """The rows of the closed intervals into a table (see :func:`_close_older`): those read
+    one line at a time (each with whether it set cache_hit_pct) and those read a run at a
+    time (State.parts, the current piece's first), merged into a row a device
+    (:func:`_merged`)."""
+    if st.piece is not None:
+        _keep_runs(st, st.piece)
     batch: list[dict[str, Any]] = []
     extra: dict[str, list[Any]] = {"host": [], "_start": [], "ts": [], "interval_s": [],
-                                   "_link": [], "_lcu": []}
+                                   "_link": [], "_lcu": [], "_has_hit": []}
+    tabled: list[_Interval] = []
     for key in st.closed:
         iv = st.intervals.get(key)
         if iv is None or iv.in_table:
             continue
-        end_local = iv.start + timedelta(seconds=float(iv.interval_s))
-        ts = (end_local.replace(tzinfo=tz).astimezone(UTC) if tz is not None
-              else end_local.replace(tzinfo=UTC))
+        tabled.append(iv)
+        ts = _ts_of(st, iv)
         for device, row in iv.rows.items():
             batch.append(row)
             extra["host"].append(iv.host)
@@ -1276,7 +1433,8 @@ def _tables_of_closed(st: _State) -> None:
             link = st.vol_links.pop((iv.host, iv.start, device), None)
             extra["_link"].append("\t".join(link) if link is not None else None)
             extra["_lcu"].append(st.vol_lcu.pop((iv.host, iv.start, device), None))
-        iv.rows = {}
+            extra["_has_hit"].append("cache_hit_pct" in row)
+        iv.rows, iv.kinds = {}, {}
         iv.in_table = True
         if not iv.folded:  # (what _drop_short_last_intervals needs of it: the intersection)
             common = st.common_seen.get(iv.host)
@@ -1284,17 +1442,43 @@ def _tables_of_closed(st: _State) -> None:
             iv.seen, iv.folded = set(), True
     st.closed.clear()
     st.closed_rows = 0
+    frames: list[pl.DataFrame] = []
     if batch:
         keys: set[str] = set().union(*batch)  # (one pass over the rows, not one a column)
         present = [c for c in SCHEMA if c in keys]
         table = pl.DataFrame(batch, schema={c: SCHEMA[c] for c in present})
-        st.tables.append(table.with_columns(
+        frames.append(table.with_columns(
             pl.Series("host", extra["host"], dtype=pl.String()),
             pl.Series("_start", extra["_start"], dtype=pl.Datetime("us")),
             pl.Series("ts", extra["ts"], dtype=SCHEMA["ts"]),
             pl.Series("interval_s", extra["interval_s"], dtype=pl.Float64()),
             pl.Series("_link", extra["_link"], dtype=pl.String()),
-            pl.Series("_lcu", extra["_lcu"], dtype=pl.String())))
+            pl.Series("_lcu", extra["_lcu"], dtype=pl.String()),
+            pl.Series("_has_hit", extra["_has_hit"], dtype=pl.Boolean())))
+        del batch, table
+    if tabled and st.parts:  # (their rows read a run at a time, with ts; the rest stay)
+        when = _when(st, tabled)
+        keep: list[pl.DataFrame] = []
+        for part in st.parts:
+            mine = part.join(when, on=["host", "_start"], how="inner", maintain_order="left")
+            if mine.height:
+                frames.append(mine)
+                part = part.join(when, on=["host", "_start"], how="anti",  # noqa: PLW2901
+                                 maintain_order="left")
+            if part.height:
+                keep.append(part)
+        st.parts = keep
+    if frames:
+        st.tables.append(_merged(frames))
+
+
+def _when(st: _State, ivs: list[_Interval]) -> pl.DataFrame:
+    """The intervals ``ivs`` (host, _start) with their ts and interval_s."""
+    return pl.DataFrame({"host": [iv.host for iv in ivs], "_start": [iv.start for iv in ivs],
+                         "ts": [_ts_of(st, iv) for iv in ivs],
+                         "interval_s": [float(iv.interval_s) for iv in ivs]},
+                        schema={"host": pl.String(), "_start": pl.Datetime("us"),
+                                "ts": SCHEMA["ts"], "interval_s": pl.Float64()})
 
 
 def _reopen(st: _State, iv: _Interval) -> None:
@@ -1303,7 +1487,7 @@ def _reopen(st: _State, iv: _Interval) -> None:
     st.open_keys.setdefault(iv.host, []).append((iv.host, iv.start))
     if (iv.host, iv.start) in st.closed:
         st.closed.remove((iv.host, iv.start))
-        st.closed_rows -= len(iv.rows)
+        st.closed_rows -= iv.devices()
     if not iv.in_table:
         return
     mine = (pl.col("host") == iv.host) & (pl.col("_start") == iv.start)
@@ -1311,15 +1495,22 @@ def _reopen(st: _State, iv: _Interval) -> None:
         rows = table.filter(mine)
         if rows.height:
             st.tables[k] = table.filter(~mine)
-            iv.rows = {r["device"]: {c: v for c, v in r.items() if v is not None}
+            # (a cache_hit_pct set to N/A stays set: see _merged)
+            iv.rows = {r["device"]: {c: v for c, v in r.items() if v is not None
+                                     or (c == "cache_hit_pct" and r.get("_has_hit"))}
                        for r in rows.drop("host", "_start", "ts", "interval_s", "_link",
                                           "_lcu").to_dicts()}
+            for row in iv.rows.values():
+                row.pop("_has_hit", None)
             for device, link_text, lcu in rows.select("device", "_link", "_lcu").iter_rows():
                 link = _link_of(link_text)
                 if link is not None:
                     st.vol_links[(iv.host, iv.start, device)] = link
                 if lcu is not None:
                     st.vol_lcu[(iv.host, iv.start, device)] = lcu
+    # (a tabled interval's rows are all in its table: those of its runs went in with them)
+    for device, row in iv.rows.items():
+        iv.kinds.setdefault(row["device_kind"], set()).add(device)
     iv.in_table = False
 
 
@@ -1333,25 +1524,107 @@ def _frame(st: _State) -> pl.DataFrame:
             iv.closed = True
             st.closed.append(key)
     _tables_of_closed(st)
-    tables = [t for t in st.tables if t.height]
+    st.parts = []  # (what is left is of intervals dropped as cut off)
+    # (and the tables of intervals dropped after their rows were tabled go)
+    kept = _when(st, list(st.intervals.values())).select("host", "_start")
+    tables = [t.join(kept, on=["host", "_start"], how="semi", maintain_order="left")
+              for t in st.tables if t.height]
     st.tables = []
+    tables = [t for t in tables if t.height]
     if not tables:
         return pl.DataFrame()
     df = (pl.concat(tables, how="diagonal_relaxed", rechunk=False) if len(tables) > 1
           else tables[0])
     del tables
-    tabled = df.select("host", "_start").unique()
-    gone = [k for k in tabled.iter_rows() if k not in st.intervals]
-    if gone:  # (intervals dropped as cut off after their rows were tabled)
-        df = df.join(pl.DataFrame(gone, schema=tabled.schema, orient="row"),
-                     on=["host", "_start"], how="anti", maintain_order="left")
-    parents = [_parent(st, d, k, _link_of(link), lcu)
-               for d, k, link, lcu in df.select("device", "device_kind", "_link",
-                                                "_lcu").iter_rows()]
     df = df.with_columns(pl.lit(NAME, pl.String()).alias("source"),
-                         pl.Series("parent", parents, dtype=pl.String())).drop(
-        "_start", "_link", "_lcu")
-    return df.sort(["ts", "host", "device_kind", "device"])
+                         _parents(st, df).alias("parent")).drop(
+        "_start", "_link", "_lcu", "_has_hit", strict=False)
+    # sorted a column at a time, each let go once gathered: a frame of tables sorted whole
+    # is copied into one piece first and then gathered (the peak twice the frame, 48 MB
+    # more on the benchmark input, against the one piece the reading had left before)
+    order = df.select(pl.arg_sort_by("ts", "host", "device_kind", "device")).to_series()
+    out: list[pl.Series] = []
+    for c in df.columns:
+        out.append(df[c].gather(order))
+        df = df.drop(c)
+    return pl.DataFrame(out)
+
+
+def _merged(frames: list[pl.DataFrame]) -> pl.DataFrame:
+    """One row per (host, interval start, device) of ``frames``, the first of which holds the
+    rows read a line at a time. Each column is taken from the first row that sets it: a
+    section sets its own columns, and a device is in a section once (:func:`_row`,
+    :func:`_bulk`). Two sections set the same columns: the cache device page and the device
+    overview set cache_hit_pct and the volume's link. The page's wins, whichever came first,
+    as its assignment won over the overview's ``setdefault`` -- even with no value (H/R
+    N/A): cache_hit_pct is taken from the first row that set it (_has_hit: the rows read a
+    line at a time say whether they did, the overview's runs did), not the first with a
+    value. A row keeps _has_hit, for :func:`_reopen`.
+
+    The groups are numbered with numpy from the key columns' codes, each group's first row
+    found with ``minimum.at`` of row numbers, and each column gathered by it: a polars
+    group_by took some 0.5 kB a row (85 MB on the benchmark input in one go)."""
+    df = (pl.concat(frames, how="diagonal_relaxed", rechunk=False) if len(frames) > 1
+          else frames[0])
+    frames.clear()
+    n = df.height
+    key = np.zeros(n, dtype=np.int64)
+    for c in ("host", "device"):  # (fewer than 2**31 of each: the product fits in int64)
+        codes = df[c].cast(pl.Categorical).to_physical().to_numpy().astype(np.int64)
+        key = key * (int(codes.max()) + 1) + codes
+    starts, start_code = np.unique(df["_start"].to_physical().to_numpy(), return_inverse=True)
+    _, group = np.unique(key * starts.size + start_code, return_inverse=True)
+    groups = int(group.max()) + 1 if n else 0
+    if groups == n:
+        return df
+    rows = np.arange(n, dtype=np.int64)
+
+    def gather(col: pl.Series, mask: np.ndarray | None) -> pl.Series:
+        """``col`` at each group's first row where ``mask`` holds (null where none does)."""
+        first = np.full(groups, n, dtype=np.int64)
+        if mask is None:
+            np.minimum.at(first, group, rows)
+        else:
+            np.minimum.at(first, group[mask], rows[mask])
+        missing = np.flatnonzero(first == n)
+        out = col.gather(np.minimum(first, n - 1))
+        return out.scatter(missing, None) if missing.size else out
+
+    has_hit = (df["_has_hit"].fill_null(value=False).to_numpy() if "_has_hit" in df.columns
+               else np.zeros(n, dtype=bool))
+    out = []
+    for c in df.columns:
+        col = df[c]
+        if c in ("host", "_start", "device"):
+            out.append(gather(col, None))
+        elif c in ("cache_hit_pct", "_has_hit"):
+            out.append(gather(col, has_hit))
+        else:
+            out.append(gather(col, col.is_not_null().to_numpy()))
+    return pl.DataFrame(out)
+
+
+def _parents(st: _State, df: pl.DataFrame) -> pl.Series:
+    """Every row's parent: a rank's pool; a volume's rank (its link from the cache report:
+    RRID, or an extent pool of one rank), else its extent pool, else its LCU (DASD
+    report); none for the other kinds. The parent of each link is worked out once (a
+    volume's link is its rank's or its pool's, shared), and looked up by the rows:
+    expressions over every row took 40 MB on the benchmark input."""
+    links: dict[str, str] = {}
+    for text in df["_link"].drop_nulls().unique().to_list():
+        what, ident, serial = text.split("\t")
+        ranks = st.pool_ranks.get((serial, ident), set()) if what != "RRID" else set()
+        links[text] = (f"RANK:{ident}@{serial}" if what == "RRID"
+                       else next(iter(ranks)) if len(ranks) == 1 else f"POOL:{ident}@{serial}")
+    kind = pl.col("device_kind")
+    none = pl.lit(None, pl.String())
+    return df.select(
+        pl.when(kind == "volume").then(pl.coalesce(
+            pl.col("_link").replace_strict(links, default=none, return_dtype=pl.String()),
+            pl.lit("LCU:") + pl.col("_lcu")))
+        .when(kind == "rank").then(pl.col("device").replace_strict(
+            st.rank_pool, default=none, return_dtype=pl.String()))
+        .otherwise(none).alias("parent")).to_series()
 
 
 #: Rows per SampleFrame handed on by :func:`iter_parse`.
@@ -1364,22 +1637,3 @@ def _link_of(text: str | None) -> tuple[str, str, str] | None:
         return None
     what, ident, serial = text.split("\t")
     return what, ident, serial
-
-
-def _parent(st: _State, device: str, kind: str, link: tuple[str, str, str] | None,
-            lcu: str | None) -> str | None:
-    """A row's parent: a rank's pool; a volume's rank (``link`` from the cache report:
-    ("RRID" | "POOL", id, serial); a pool of one rank is that rank), else its LCU."""
-    if kind == "rank":
-        return st.rank_pool.get(device)
-    if kind != "volume":
-        return None
-    if link is not None:
-        what, ident, serial = link
-        if what == "RRID":
-            return f"RANK:{ident}@{serial}"
-        ranks = st.pool_ranks.get((serial, ident), set())
-        if len(ranks) == 1:
-            return next(iter(ranks))
-        return f"POOL:{ident}@{serial}"
-    return f"LCU:{lcu}" if lcu is not None else None

@@ -600,3 +600,31 @@ def test_vectorised_reading_is_the_line_by_line_reading(
             assert got == want, seed
         else:
             assert got[0].equals(want[0]) and got[1:] == want[1:], seed
+
+
+@pytest.mark.parametrize("page_first", [False, True])
+def test_cache_device_page_hit_ratio_wins_over_the_overview_even_when_na(
+        monkeypatch: pytest.MonkeyPatch, page_first: bool) -> None:
+    """A volume's cache_hit_pct comes from its CACHE DEVICE ACTIVITY page's TOTAL H/R, not
+    from the device overview row of the subsystem page, whichever page comes first -- also
+    when the page prints N/A (no value, not the overview's). The overview rows join their
+    interval a run at a time; reading every line one by one gives the same rows."""
+    pages = _pages(BEFORE.read_bytes())
+    cache_dev = next(i for i, p in enumerate(pages) if b"C A C H E   D E V I C E" in p)
+    pages[cache_dev] = pages[cache_dev].replace(
+        b" TOTAL H/R         0.998     CACHE H/R         0.998",
+        b" TOTAL H/R         N/A       CACHE H/R         N/A  ")
+    assert b"N/A       CACHE H/R" in pages[cache_dev]
+    if page_first:  # the first interval's CACHE DEVICE page before its CACHE SUBSYSTEM page
+        subsystem = next(i for i, p in enumerate(pages) if b"C A C H E   S U B S" in p)
+        pages.insert(subsystem, pages.pop(cache_dev))
+    data = b"".join(pages)
+    got, _ = parse(BEFORE, data)
+    assert one(got, "DB2D01", T1)["cache_hit_pct"] is None  # (the overview says 0.998)
+    assert one(got, "DB2D02", T1)["cache_hit_pct"] == pytest.approx(99.8)  # overview only
+    assert one(got, "DB2D01", T2)["cache_hit_pct"] == pytest.approx(99.8)
+    assert one(got, "DB2D01", T1)["parent"] == one(got, "DB2D01", T2)["parent"] is not None
+    with monkeypatch.context() as m:
+        _line_by_line(m)
+        by_line, _ = parse(BEFORE, data)
+    assert by_line.equals(got)
