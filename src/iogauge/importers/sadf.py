@@ -19,9 +19,10 @@ A ``sadf -d`` export is read a piece of :data:`CSV_CHUNK_BYTES` at a time
 again with the next one (a cut last interval is judged against the one before it), which
 also gets the header of the section it starts inside and every CPU row read so far (sadf
 prints a stretch's CPU section before its DEV section). 100 MB import to Parquet at
-0.18-0.27 GB peak, where one read of the whole took 0.97-1.16 GB, with the same rows, in
-3.6-3.9 s against 2.7-3.3 s. Local stamps (``-T``) keep the latest stamp of each section
-across pieces, for the DST fall-back hour.
+0.18-0.22 GB peak (0.21 GB for an export whose 255,102 CPU lines come first, which took
+0.27 GB while the CPU rows were one table remade each piece), where one read of the whole
+took 0.97-1.16 GB, with the same rows, in 3.6-3.9 s against 2.7-3.3 s. Local stamps
+(``-T``) keep the latest stamp of each section across pieces, for the DST fall-back hour.
 
 ``sadf -j`` documents are read by :mod:`iogauge.importers.sadf_json` (the same format
 name: one sniff for both exports).
@@ -117,15 +118,21 @@ class _CsvCarry(LineCarry):
     Attributes:
         header: the last header line read (``line_no``, ``line``): the section the next
             piece's first lines belong to.
-        cpu: the CPU rows read so far (sadf prints a stretch's CPU section before its DEV
-            section: a DEV row's CPU context was read before it).
+        cpu: the CPU rows read so far, a table a piece (sadf prints a stretch's CPU section
+            before its DEV section: a DEV row's CPU context was read before it); cpu_keys:
+            their (host, utc_us), against which a piece's rows are checked (the first of a
+            time stamp is kept). Made one table again and again, with a ``unique`` over it
+            each piece, they raised the peak of a 100 MB export whose 255,102 CPU lines
+            come first from 0.20 to 0.27 GB: the copies freed went back to the system only
+            later.
         fold_max: per section, the latest local stamp read (a DST fall-back repeat is a
             stamp earlier than it).
         restarts: LINUX-RESTART records; dev_sections: DEV headers; dev_rows: rows read.
     """
 
     header: pl.DataFrame | None = None
-    cpu: pl.DataFrame | None = None
+    cpu: list[pl.DataFrame] = field(default_factory=list)
+    cpu_keys: pl.DataFrame | None = None
     fold_max: dict[int, int] = field(default_factory=dict)
     restarts: int = 0
     dev_sections: int = 0
@@ -295,10 +302,15 @@ def _csv_piece(lines: pl.DataFrame, source: Source, carry: _CsvCarry, *, whole: 
         cpu = cpu.join(both, on="order", how="left").drop(
             "blk", "order", "local_s", "is_utc", "interval_s").with_columns(
             pl.col("host").cast(pl.Categorical()).cast(pl.String()))
-        carry.cpu = cpu if carry.cpu is None else pl.concat([carry.cpu, cpu],
-                                                            how="diagonal_relaxed")
-        carry.cpu = carry.cpu.unique(subset=["host", "utc_us"], keep="first",
-                                     maintain_order=True)
+        cpu = cpu.unique(subset=["host", "utc_us"], keep="first", maintain_order=True)
+        if carry.cpu_keys is not None:  # (the last intervals are read again: seen rows go)
+            cpu = cpu.join(carry.cpu_keys, on=["host", "utc_us"], how="anti",
+                           maintain_order="left")
+        if cpu.height:
+            carry.cpu.append(cpu)
+            keys = cpu.select("host", "utc_us")
+            carry.cpu_keys = (keys if carry.cpu_keys is None
+                              else pl.concat([carry.cpu_keys, keys], rechunk=False))
     if dev.height == 0:
         return None
     dev = dev.join(both, on="order", how="left")
@@ -306,9 +318,10 @@ def _csv_piece(lines: pl.DataFrame, source: Source, carry: _CsvCarry, *, whole: 
     if cut_line is not None:
         dev = _drop_partial_csv(dev, df, cut_line, source)
     cpu_now = pl.DataFrame()
-    if carry.cpu is not None and dev.height:  # (the CPU rows of this piece's times only)
+    if carry.cpu and dev.height:  # (the CPU rows of this piece's times only)
         lo, hi = dev["utc_us"].min(), dev["utc_us"].max()
-        cpu_now = carry.cpu.filter(pl.col("utc_us").is_between(lo, hi))
+        cpu_now = pl.concat([c.filter(pl.col("utc_us").is_between(lo, hi))
+                             for c in carry.cpu], how="diagonal_relaxed")
     return device_frame(dev.drop("blk", "local_s", "is_utc"), cpu_now, name=NAME,
                         order="order")
 
