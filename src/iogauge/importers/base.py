@@ -16,6 +16,8 @@ chose ``--lenient``, counts it and goes on.
 
 from __future__ import annotations
 
+import bisect
+import math
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Protocol
@@ -40,7 +42,9 @@ class Source:
         lenient: skip unreadable lines instead of failing (``--lenient``).
         host: host name to use when the file does not name one.
         skipped: number of lines skipped in lenient mode.
-        skipped_examples: the first :data:`MAX_LISTED_SKIPS` of them as "line N: reason".
+        skipped_examples: the first :data:`MAX_LISTED_SKIPS` of them in the file, in line
+            order, as "line N: reason" (those without a line, "file: reason", after them):
+            the same list whichever order a reader meets them in.
         notes: facts the user should know (since-boot report kept, file cut off, zone
             assumed, ...).
         waits: database wait events found (Statspack/AWR), beside the SampleFrame.
@@ -66,6 +70,8 @@ class Source:
     start: datetime | None = None
     interval_s: float | None = None
     date_order: str | None = None
+    #: the line numbers of skipped_examples (inf: none), in the same order
+    _skip_keys: list[float] = field(default_factory=list, repr=False)
 
     def bad_line(self, line_no: int | None, reason: str) -> None:
         """Refuse a line: raise, or in lenient mode count it and carry on."""
@@ -76,9 +82,15 @@ class Source:
     def skip(self, line_no: int | None, reason: str, count: int = 1) -> None:
         """Count ``count`` skipped lines (lenient mode), keeping the first few reasons."""
         self.skipped += count
-        if len(self.skipped_examples) < MAX_LISTED_SKIPS:
-            where = f"line {line_no}" if line_no is not None else "file"
-            self.skipped_examples.append(f"{where}: {reason}")
+        key = math.inf if line_no is None else float(line_no)
+        at = bisect.bisect_right(self._skip_keys, key)
+        if at >= MAX_LISTED_SKIPS:
+            return
+        where = f"line {line_no}" if line_no is not None else "file"
+        self._skip_keys.insert(at, key)
+        self.skipped_examples.insert(at, f"{where}: {reason}")
+        if len(self._skip_keys) > MAX_LISTED_SKIPS:
+            del self._skip_keys[-1], self.skipped_examples[-1]
 
     def note(self, message: str) -> None:
         if message not in self.notes:

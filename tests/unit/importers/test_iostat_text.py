@@ -764,10 +764,11 @@ def _same(a: tuple[Any, ...], b: tuple[Any, ...]) -> None:
         # how far the paths had linked when they met the line
         assert a[2:] == b[2:]
     else:
-        # (the skipped lines listed in line order: the general path reports an unreadable
-        # time stamp when the piece's times are decided, after a bad row further on - a
-        # hypothesis run on 2026-11-24 found 1522 and 1691 listed in either order)
-        assert (a[1], a[2], sorted(a[3])) == (b[1], b[2], sorted(b[3]))
+        # (the skipped lines as listed: Source keeps them in line order, so the general
+        # path, which reports an unreadable time stamp when the piece's times are decided,
+        # after a bad row further on, lists them as the steady path does - a hypothesis run
+        # on 2026-11-24 found 1522 and 1691 listed in either order before)
+        assert a[1:] == b[1:]
 
 
 class _Count:
