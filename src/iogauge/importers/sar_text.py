@@ -69,7 +69,7 @@ import polars as pl
 from iogauge.collector.sysfs import guess_parent, kind_from_name
 from iogauge.errors import InputFormatError
 from iogauge.importers.base import Source
-from iogauge.importers.io import decode, encoding_of
+from iogauge.importers.io import compression_of, decode, encoding_of, is_read_error, open_binary
 from iogauge.importers.unix_sar import LineCarry, line_frames
 from iogauge.model.sampleframe import SampleFrame
 
@@ -531,8 +531,8 @@ def _footer_offset(texts: Iterable[str]) -> int | None:
 def _tail_offset(stream: BinaryIO) -> int | None:
     """The offset stated by the last ksar footer in ``stream`` (the one a read of the whole
     file takes), looked up before the stream is read when that is cheap (a plain file or
-    bytes, searched for ``EndTime`` without being read into Python; a compressed one would
-    have to be decompressed twice), else None."""
+    bytes, searched for ``EndTime`` without being read into Python), else None (a
+    compressed file: see :func:`_compressed_tail_offset`)."""
     if isinstance(stream, io.BytesIO):
         return _footer_in(stream.getvalue())  # (CPython hands over its bytes: no copy)
     if not isinstance(stream, io.BufferedReader | io.FileIO) or not stream.seekable():
@@ -544,8 +544,50 @@ def _tail_offset(stream: BinaryIO) -> int | None:
         return None
 
 
+def _compressed(stream: BinaryIO, path: str) -> str | None:
+    """``path`` when ``stream`` is a compressed file's (whose tail :func:`_tail_offset`
+    cannot look up), else None."""
+    if isinstance(stream, io.BytesIO | io.BufferedReader | io.FileIO):
+        return None
+    try:
+        with Path(path).open("rb") as fh:
+            return path if compression_of(fh.read(8)) is not None else None
+    except OSError:
+        return None
+
+
+def _compressed_tail_offset(path: str) -> int | None:
+    """The offset the last ksar footer of the compressed file ``path`` states: the file is
+    decompressed a second time, a MiB at a time, keeping only its ``## EndTime`` lines
+    (asked for once, by the first piece without a footer of its own; a 100 MB gzip file
+    takes some 0.3 s more). None when it has none or cannot be read (the reading itself then
+    says why)."""
+    texts: list[str] = []
+    try:
+        stream, _ = open_binary(path)
+        with stream:
+            rest = b""
+            while block := stream.read(1 << 20):
+                block = rest + block
+                cut = block.rfind(b"\n") + 1
+                if b"EndTime" in block[:cut]:
+                    texts += _footer_lines(block[:cut])
+                rest = block[cut:]
+            texts += _footer_lines(rest)
+    except Exception as exc:
+        if isinstance(exc, InputFormatError) or is_read_error(exc):
+            return None
+        raise
+    return _footer_offset(texts)
+
+
 def _footer_in(view: mmap.mmap | bytes) -> int | None:
     """:func:`_footer_offset` of the ``## EndTime`` lines in ``view``."""
+    return _footer_offset(_footer_lines(view))
+
+
+def _footer_lines(view: mmap.mmap | bytes) -> list[str]:
+    """The ``## EndTime`` lines in ``view``."""
     texts: list[str] = []
     at = view.find(b"EndTime")
     while at >= 0:
@@ -555,7 +597,7 @@ def _footer_in(view: mmap.mmap | bytes) -> int | None:
         if line.startswith(b"##"):
             texts.append(line.decode("utf-8", errors="replace"))
         at = view.find(b"EndTime", at + 7)
-    return _footer_offset(texts)
+    return texts
 
 
 def _zone_of(lines: pl.DataFrame, source: Source, carry: _Carry
@@ -568,6 +610,8 @@ def _zone_of(lines: pl.DataFrame, source: Source, carry: _Carry
     own = _footer_offset(foot)
     if own is not None:
         carry.offset = own
+    elif carry.tail_path is not None:  # (a compressed file: its tail looked up now, once)
+        carry.tail_offset, carry.tail_path = _compressed_tail_offset(carry.tail_path), None
     offset = own if own is not None else (carry.tail_offset if carry.tail_offset is not None
                                           else carry.offset)
     if offset is not None:
@@ -598,6 +642,8 @@ class _Carry(LineCarry):
         date_alts: banner dates read as month/day/year that a day/month locale would read
             the other way.
         tail_offset: the UTC offset (s) a ksar footer at the end of the file states.
+        tail_path: a compressed file whose tail_offset is still to be looked up (when a
+            piece without a footer of its own needs it).
         offset: the one the last footer read so far states.
         resume: how the next piece takes up a report cut inside (None: it starts with a
             banner).
@@ -614,6 +660,7 @@ class _Carry(LineCarry):
     restarts: int = 0
     date_alts: list[str] = field(default_factory=list)
     tail_offset: int | None = None
+    tail_path: str | None = None
     offset: int | None = None
     resume: _Resume | None = None
     place: _PlaceState | None = None
@@ -654,9 +701,11 @@ def iter_parse(stream: BinaryIO, source: Source, *, chunk_bytes: int = CHUNK_BYT
     ambiguous banner dates, a file without device rows) is said once at its end. The UTC
     offset a ksar ``## EndTime``/``EndTimeUTC`` footer states holds for the reports of its
     piece; a piece without one takes the footer that ends the file (looked up first in a
-    plain file), else the last one read.
+    plain file, and in a compressed one by a second decompression when a piece needs it),
+    else the last one read.
     """
-    carry = _Carry(tail_offset=_tail_offset(stream))
+    carry = _Carry(tail_offset=_tail_offset(stream),
+                   tail_path=_compressed(stream, source.path))
     for lines, last, cut in line_frames(stream, chunk_bytes, carry, source.path, read_lines):
         part = lines
         del lines

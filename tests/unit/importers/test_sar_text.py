@@ -7,7 +7,9 @@ project's VM by rebuild_fixtures() in tests/e2e/test_import_live_sar.py, with th
 
 from __future__ import annotations
 
+import gzip
 import io
+import lzma
 import struct
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
@@ -22,6 +24,7 @@ from tests.helpers.importing import assert_pieces_agree, read_outcome
 from iogauge.errors import InputFormatError
 from iogauge.importers import sar_text
 from iogauge.importers.base import Source
+from iogauge.importers.io import open_binary
 from iogauge.model.sampleframe import SampleFrame
 
 FIX = Path(__file__).resolve().parents[2] / "fixtures"
@@ -554,6 +557,29 @@ def test_one_ksar_footer_at_the_end_holds_for_every_report(tmp_path: Path) -> No
     assert len(frames) > 2  # (40 kB pieces: each report is read in parts)
     got = pl.concat([f.df for f in frames])
     assert got.sort(got.columns, nulls_last=True).equals(whole[0])
+
+
+@pytest.mark.parametrize("compress", ["gzip", "xz"])
+def test_one_ksar_footer_at_the_end_holds_in_a_compressed_file(
+        tmp_path: Path, compress: str) -> None:
+    """The same export compressed: the footer cannot be found before the reading starts, so
+    the first piece without one decompresses the file a second time to find it; the first
+    report is converted with its offset, as when the file is read whole."""
+    text = (SAR / "ksar-sysstat11.6.1-sar-A.txt").read_bytes()
+    foot = text.index(b"## EndTime")
+    data = text[:foot] + text[:foot] + text[foot:]
+    whole = read_outcome(sar_text, data, None)
+    path = tmp_path / f"two.txt.{'gz' if compress == 'gzip' else 'xz'}"
+    path.write_bytes(gzip.compress(data) if compress == "gzip" else lzma.compress(data))
+    stream, kind = open_binary(path)
+    assert kind == compress
+    src = Source(path=str(path))
+    with stream:
+        frames = list(sar_text.iter_parse(stream, src, chunk_bytes=40_000))
+    assert len(frames) > 2
+    got = pl.concat([f.df for f in frames])
+    assert got.sort(got.columns, nulls_last=True).equals(whole[0])
+    assert sorted(src.notes) == whole[1]
 
 
 # ---------------------------------------------------------------------------------------------
