@@ -112,14 +112,16 @@ Memory: the text is read a piece at a time, and RMF prints the reports of an int
 together, so a host's earlier intervals are complete when a later one begins: once
 ``_ROWS_PER_TABLE`` rows of closed intervals are waiting, those read a line at a time leave
 Python dicts (some 1.4 kB a row) and, with those read a run at a time, make a table of a
-row per device and interval (:func:`_merged`), with their volume links and LCU; only what
-the cut checks need of their lines (the lines every one of them had) is kept. A page of an
-interval thought complete opens it again. The rows are handed on at the end (a volume's
-parent comes from the whole file's ESS pages), sorted, in SampleFrames of ``_ROWS_OUT``
-rows: 100 MB of report (``benchmarks/import_memory.py``) import to Parquet at 0.25-0.28 GB
-peak in 11.1-11.5 s, where merging every row one by one took 0.25-0.26 GB and 12.1-12.4 s
-(two runs each, in alternation, same rows; the line-by-line reading before the vectorised
-one took 0.24 GB and 13.7-16.0 s in an earlier hour, and reading the whole file 0.94 GB).
+row per device and interval (:func:`_merged`), with their volume links, LCU and the
+sections each device was read in; of their lines only what the cut checks need (the lines
+every one of them had) is kept. A page of an interval thought complete opens it again, and
+a device line it had read already is refused as before. The rows are handed on at the end
+(a volume's parent comes from the whole file's ESS pages), sorted, in SampleFrames of
+``_ROWS_OUT`` rows: 100 MB of report (``benchmarks/import_memory.py``) import to Parquet
+at 0.25-0.28 GB peak in 11.1-11.5 s, where merging every row one by one took 0.25-0.26 GB
+and 12.1-12.4 s (two runs each, in alternation, same rows; the line-by-line reading before
+the vectorised one took 0.24 GB and 13.7-16.0 s in an earlier hour, and reading the whole
+file 0.94 GB).
 """
 
 from __future__ import annotations
@@ -563,7 +565,8 @@ def _keep_runs(st: _State, piece: _Piece) -> None:
                 "host", "_start", "device", kind.alias("device_kind"),
                 *parsed.frame.columns[5:],  # (the mapped values: see _dasd_parsed)
                 pl.when(kind == "volume").then(pl.col("lcu")).otherwise(none).alias("_lcu"),
-                none.alias("_link")))
+                none.alias("_link"),
+                pl.lit(_SECTION_BITS["DASD"], pl.UInt8()).alias("_sections")))
         else:  # the device overview: its TOTAL H/R, and its XTNT POOL column
             serial = pl.col("_serial")
             st.parts.append(df.select(
@@ -573,7 +576,8 @@ def _keep_runs(st: _State, piece: _Piece) -> None:
                 pl.when(serial.is_not_null())
                 .then(pl.concat_str([pl.lit("POOL"), pl.col("pool"), serial], separator="\t"))
                 .otherwise(none).alias("_link"),
-                pl.lit(value=True).alias("_has_hit")))  # (as its setdefault set the key)
+                pl.lit(value=True).alias("_has_hit"),  # (as its setdefault set the key)
+                pl.lit(_SECTION_BITS["cache device overview"], pl.UInt8()).alias("_sections")))
         parsed.runs = []
 
 
@@ -996,11 +1000,13 @@ def _drop_short_last_intervals(st: _State) -> None:
         ivs.sort(key=lambda iv: iv.start)
         last = ivs[-1]
         missing_sections = set.intersection(*(iv.sections for iv in ivs[:-1])) - last.sections
-        # (the intervals whose rows went into a table gave their lines to common_seen)
+        # (the intervals whose rows went into a table gave their lines to common_seen; the
+        # last one's, if tabled, are read back from its rows' sections)
         seens = [iv.seen for iv in ivs[:-1] if not iv.folded]
         if any(iv.folded for iv in ivs[:-1]):
             seens.append(st.common_seen.get(last.host, set()))
-        missing_lines = set.intersection(*seens) - last.seen
+        last_seen = last.seen | _tabled_seen(st, last) if last.folded else last.seen
+        missing_lines = set.intersection(*seens) - last_seen
         if not missing_sections and not missing_lines:
             continue
         del st.intervals[(last.host, last.start)]
@@ -1062,6 +1068,14 @@ def _start_time(text: str) -> datetime:
     """A page header's DATE and TIME (``mm/dd/yyyy hh.mm.ss``), parsed once per interval,
     not once per page (strptime took 7 % of the reading time of the benchmark input)."""
     return datetime.strptime(text, "%m/%d/%Y %H.%M.%S")
+
+
+#: The sections a device line is in (:func:`_row`), as bits: a tabled row keeps those of its
+#: device (_sections), so that an interval opened again (:func:`_reopen`) still refuses a
+#: device line it had already read.
+_SECTION_BITS = {section: 1 << k for k, section in enumerate(
+    ("DASD", "cache device overview", "cache device activity", "cache subsystem overview",
+     "ESS rank statistics"))}
 
 
 def _row(st: _State, page: _Page, device: str, kind: str, section: str,
@@ -1416,7 +1430,7 @@ def _tables_of_closed(st: _State) -> None:
         _keep_runs(st, st.piece)
     batch: list[dict[str, Any]] = []
     extra: dict[str, list[Any]] = {"host": [], "_start": [], "ts": [], "interval_s": [],
-                                   "_link": [], "_lcu": [], "_has_hit": []}
+                                   "_link": [], "_lcu": [], "_has_hit": [], "_sections": []}
     tabled: list[_Interval] = []
     for key in st.closed:
         iv = st.intervals.get(key)
@@ -1434,12 +1448,14 @@ def _tables_of_closed(st: _State) -> None:
             extra["_link"].append("\t".join(link) if link is not None else None)
             extra["_lcu"].append(st.vol_lcu.pop((iv.host, iv.start, device), None))
             extra["_has_hit"].append("cache_hit_pct" in row)
+            extra["_sections"].append(sum(bit for section, bit in _SECTION_BITS.items()
+                                          if (device, section) in iv.seen))
         iv.rows, iv.kinds = {}, {}
         iv.in_table = True
         if not iv.folded:  # (what _drop_short_last_intervals needs of it: the intersection)
             common = st.common_seen.get(iv.host)
             st.common_seen[iv.host] = iv.seen if common is None else common & iv.seen
-            iv.seen, iv.folded = set(), True
+        iv.seen, iv.folded = set(), True
     st.closed.clear()
     st.closed_rows = 0
     frames: list[pl.DataFrame] = []
@@ -1454,7 +1470,8 @@ def _tables_of_closed(st: _State) -> None:
             pl.Series("interval_s", extra["interval_s"], dtype=pl.Float64()),
             pl.Series("_link", extra["_link"], dtype=pl.String()),
             pl.Series("_lcu", extra["_lcu"], dtype=pl.String()),
-            pl.Series("_has_hit", extra["_has_hit"], dtype=pl.Boolean())))
+            pl.Series("_has_hit", extra["_has_hit"], dtype=pl.Boolean()),
+            pl.Series("_sections", extra["_sections"], dtype=pl.UInt8())))
         del batch, table
     if tabled and st.parts:  # (their rows read a run at a time, with ts; the rest stay)
         when = _when(st, tabled)
@@ -1470,6 +1487,20 @@ def _tables_of_closed(st: _State) -> None:
         st.parts = keep
     if frames:
         st.tables.append(_merged(frames))
+
+
+def _seen_of(rows: pl.DataFrame) -> set[tuple[str, str]]:
+    """The (device, section) lines that tabled ``rows`` were read from (their _sections)."""
+    if "_sections" not in rows.columns:
+        return set()
+    return {(device, section) for device, bits in rows.select("device", "_sections").iter_rows()
+            for section, bit in _SECTION_BITS.items() if (bits or 0) & bit}
+
+
+def _tabled_seen(st: _State, iv: _Interval) -> set[tuple[str, str]]:
+    """The lines of a tabled interval (as :func:`_seen_of`)."""
+    mine = (pl.col("host") == iv.host) & (pl.col("_start") == iv.start)
+    return set().union(*(_seen_of(table.filter(mine)) for table in st.tables))
 
 
 def _when(st: _State, ivs: list[_Interval]) -> pl.DataFrame:
@@ -1502,6 +1533,8 @@ def _reopen(st: _State, iv: _Interval) -> None:
                                           "_lcu").to_dicts()}
             for row in iv.rows.values():
                 row.pop("_has_hit", None)
+                row.pop("_sections", None)
+            iv.seen |= _seen_of(rows)
             for device, link_text, lcu in rows.select("device", "_link", "_lcu").iter_rows():
                 link = _link_of(link_text)
                 if link is not None:
@@ -1538,7 +1571,7 @@ def _frame(st: _State) -> pl.DataFrame:
     del tables
     df = df.with_columns(pl.lit(NAME, pl.String()).alias("source"),
                          _parents(st, df).alias("parent")).drop(
-        "_start", "_link", "_lcu", "_has_hit", strict=False)
+        "_start", "_link", "_lcu", "_has_hit", "_sections", strict=False)
     # sorted a column at a time, each let go once gathered: a frame of tables sorted whole
     # is copied into one piece first and then gathered (the peak twice the frame, 48 MB
     # more on the benchmark input, against the one piece the reading had left before)
@@ -1595,7 +1628,11 @@ def _merged(frames: list[pl.DataFrame]) -> pl.DataFrame:
     out = []
     for c in df.columns:
         col = df[c]
-        if c in ("host", "_start", "device"):
+        if c == "_sections":  # (every section a device of the group was read in)
+            bits = np.zeros(groups, dtype=np.uint8)
+            np.bitwise_or.at(bits, group, col.fill_null(0).to_numpy())
+            out.append(pl.Series(c, bits, dtype=pl.UInt8()))
+        elif c in ("host", "_start", "device"):
             out.append(gather(col, None))
         elif c in ("cache_hit_pct", "_has_hit"):
             out.append(gather(col, has_hit))

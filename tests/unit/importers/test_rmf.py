@@ -628,3 +628,45 @@ def test_cache_device_page_hit_ratio_wins_over_the_overview_even_when_na(
         _line_by_line(m)
         by_line, _ = parse(BEFORE, data)
     assert by_line.equals(got)
+
+
+@pytest.mark.parametrize("rows_per_table", [1, 10_000])
+def test_a_page_read_again_after_its_interval_was_tabled_is_refused(
+        monkeypatch: pytest.MonkeyPatch, rows_per_table: int) -> None:
+    """The first interval's DASD page again after the second interval's: its device lines
+    were read already. Refused at the first of them (strict), skipped (--lenient), also
+    once the interval's rows went into a table (1 row a table) and it is opened again."""
+    monkeypatch.setattr(rmf, "_ROWS_PER_TABLE", rows_per_table)
+    want, _ = parse(BEFORE)
+    pages = _pages(BEFORE.read_bytes())
+    dasd = [i for i, p in enumerate(pages) if b"D I R E C T" in p]
+    pages.insert(dasd[1] + 1, pages[dasd[0]])
+    data = b"".join(pages)
+    again = data.index(pages[dasd[0]], data.index(pages[dasd[1]]))
+    first_dev = data.index(b"DB2D01", again)
+    line = data[:first_dev].count(b"\n") + 1
+    with pytest.raises(InputFormatError) as exc:
+        parse(BEFORE, data)
+    assert exc.value.line_no == line and "appears twice in the DASD report" in str(exc.value)
+    got, src = parse(BEFORE, data, lenient=True)
+    assert src.skipped > 0 and src.skipped_examples[0].startswith(f"line {line}: ")
+    assert got.equals(want)
+
+
+@pytest.mark.parametrize("rows_per_table", [1, 10_000])
+def test_an_interval_left_last_by_a_cut_is_judged_by_its_own_lines_even_tabled(
+        monkeypatch: pytest.MonkeyPatch, rows_per_table: int) -> None:
+    """The fixture and a copy two minutes later (10.02, 10.03), cut inside the last line:
+    the cut interval (10.03) goes, and the one before it (10.02), now the last, has every
+    line the earlier ones have, so it stays -- also when its rows had gone into a table (1
+    row a table), whose lines are then read back from the rows' sections (they were judged
+    missing, and it was dropped)."""
+    monkeypatch.setattr(rmf, "_ROWS_PER_TABLE", rows_per_table)
+    text = BEFORE.read_bytes()
+    later = text.replace(b"10.01.00", b"10.03.00").replace(b"10.00.00", b"10.02.00")
+    data = text + later.rstrip(b"\n")[:-10]
+    got, src = parse(BEFORE, data)
+    t3 = datetime(2016, 6, 13, 10, 3, tzinfo=UTC)  # (the end of the 10.02 interval)
+    assert got.filter(pl.col("ts") == t3).height == got.filter(pl.col("ts") == T1).height > 0
+    assert got["ts"].n_unique() == 3
+    assert not any("lacks" in n for n in src.notes), src.notes
