@@ -221,7 +221,9 @@ def test_limits_appear_and_sigterm_restores_them(rig: Rig) -> None:
     with run_fio(rig.dev, B_LOAD, cgroup=rig.b, settle_s=0.5), \
             run_fio(rig.dev, A_LOAD, cgroup=rig.a, settle_s=0.5), \
             Controller(rig.args("--interval", "0.5")) as ctl:
-        ctl.wait_for(lambda: _limited(rig))
+        # (both rules: the actuator writes B's read limit, then its write limit - two files
+        # - and a look between the two writes saw the first only, in a CI run)
+        ctl.wait_for(lambda: _limited(rig) and rig.read_rule(rig.b, WRITE_IOPS) is not None)
         limit = rig.read_rule(rig.b)
         # B's reads get its share of a 500 IOPS disk: (X 0.9 - A's 40 x 2 ms) / 2 ms x B's
         # read share 0.9 (min_share keeps 0.1 for writes) = 369 at the first engagement, less
