@@ -337,8 +337,8 @@ class _State:
     vol_links: dict[tuple[str, datetime, str], tuple[str, str, str]] = field(default_factory=dict)
     vol_lcu: dict[tuple[str, datetime, str], str] = field(default_factory=dict)
     rank_pool: dict[str, str] = field(default_factory=dict)
-    #: the rows of closed intervals read one line at a time, as tables (see
-    #: :func:`_close_older`)
+    #: the rows of closed intervals as tables, a row per device and interval (see
+    #: :func:`_close_older`, :func:`_merged`)
     tables: list[pl.DataFrame] = field(default_factory=list)
     #: the rows read a run of lines at a time (:func:`_bulk`) of intervals not yet tabled,
     #: a table per piece and line type: host, _start, device, device_kind, the columns they
@@ -346,7 +346,7 @@ class _State:
     parts: list[pl.DataFrame] = field(default_factory=list)
     #: the piece being read (whose runs :func:`_tables_of_closed` takes first)
     piece: _Piece | None = None
-    #: closed intervals whose rows are still dicts, and how many rows they hold
+    #: closed intervals not yet tabled, and how many rows they hold (dicts and runs)
     closed: list[tuple[str, datetime]] = field(default_factory=list)
     closed_rows: int = 0
     #: host -> its intervals not closed

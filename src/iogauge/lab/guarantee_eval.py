@@ -267,9 +267,8 @@ def settle_index(met: Sequence[bool] | B1) -> int | None:
     a miss in its last two intervals short, and that says nothing about convergence (at a
     floor two thirds of the emulated HDD, A missed 3 isolated intervals of 54 after
     convergence in five quick eval-3 runs, so "never settled" hung on the last two seconds
-    of a phase). None when the
-    phase ends missing (its last two intervals, or its last without two met before it); 0
-    for an empty phase.
+    of a phase). None when the phase ends missing (its last two intervals, or its last
+    without two met before it); 0 for an empty phase.
 
     >>> settle_index([False, False, True, True, False, True, True, True])
     2
