@@ -52,8 +52,15 @@ lint: dev
 typecheck: dev
 	$(BIN)/mypy src
 
+## unit: the unit tests on a worker per CPU (pytest-xdist; at most 4: each worker loads
+## polars), then the end-to-end tests one at a time (they time real devices, cgroup throttles
+## and fio; two at once would disturb each other's figures). Both parts run whatever the
+## first gave; the exit status is the first failure's.
 unit: dev
-	$(BIN)/python -m pytest
+	rc=0; \
+	$(BIN)/python -m pytest tests/unit -n auto --maxprocesses 4 || rc=$$?; \
+	$(BIN)/python -m pytest tests/e2e || { e=$$?; [ $$rc -ne 0 ] || rc=$$e; }; \
+	exit $$rc
 
 ## bench: the performance scripts (figures with same-run baselines)
 bench: dev system-tools
