@@ -35,6 +35,10 @@ Target (the importers issue): memory stays below 3x the input size. Each input (
 * ``fio --status-interval``: fio 3.1's JSON report over and over, one second apart (the
   cumulative status reports of a long run; only the last is imported).
 
+A binary sa file cannot be built from a fixture (sadc writes it, a record a second):
+``--sa FILE`` measures one captured with ``benchmarks/make_sa_file.py`` (sadc with 1,000
+loop disks, ~21 minutes for 100 MB), read by sadf -j as ``iogauge import`` does.
+
 Each import runs in its own process, measured with ``os.wait4`` (wall clock, ``ru_maxrss``);
 the figure is peak RSS / input bytes, the baseline the input itself (1x), in the same run.
 The peak includes the interpreter and its libraries (~0.1 GB: Python, polars, numpy). The
@@ -46,6 +50,7 @@ Usage::
 
     .venv/bin/python benchmarks/import_memory.py             # 100 MB each, ~2.5 min
     .venv/bin/python benchmarks/import_memory.py --size-mb 50 --check
+    .venv/bin/python benchmarks/import_memory.py --sa /var/tmp/sa100 --only-sa
 """
 
 from __future__ import annotations
@@ -353,6 +358,10 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--size-mb", type=float, default=100.0, help="input size per format")
     ap.add_argument("--check", action="store_true", help="exit 1 if a format misses 3x")
+    ap.add_argument("--sa", type=Path, action="append", default=[], metavar="FILE",
+                    help="also measure this binary sa file (benchmarks/make_sa_file.py "
+                    "captures one); may be repeated")
+    ap.add_argument("--only-sa", action="store_true", help="measure only the --sa files")
     ap.add_argument("--build", nargs=2, metavar=("FORMAT", "PATH"), help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     size = int(args.size_mb * 1e6)
@@ -367,7 +376,15 @@ def main(argv: list[str] | None = None) -> int:
     ok = True
     base = "/var/tmp" if Path("/var/tmp").is_dir() else None
     with tempfile.TemporaryDirectory(prefix="iogauge-import-memory-", dir=base) as tmp:
-        for label, (_build, opts) in INPUTS.items():
+        for sa in args.sa:  # (read by sadf -j, whose JSON the sadf_json reader streams)
+            n = sa.stat().st_size
+            wall, peak = measure([str(cli), "import", str(sa), "--format", "sa", "--parquet",
+                                  str(Path(tmp) / "out.parquet")])
+            ratio = peak / n
+            ok = ok and ratio < TARGET_RATIO
+            print(f"{'sa (binary, ' + sa.name + ')':28s} {n / 1e6:9.1f} {wall:7.2f} "
+                  f"{n / 1e6 / wall:6.1f} {peak / 1e6:8.1f} {ratio:9.2f}x")
+        for label, (_build, opts) in ({} if args.only_sa else INPUTS).items():
             path = Path(tmp) / "input.txt"
             subprocess.run([sys.executable, __file__, "--size-mb", str(args.size_mb),
                             "--build", label, str(path)], check=True)

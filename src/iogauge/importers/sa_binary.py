@@ -13,6 +13,10 @@ quotes sadf's own message (which, for an old format, tells how to convert it wit
 ``sadf -c``). A file cut off while being written is read up to its last whole record (sadf
 reports "End of system activity file unexpected"; the note quotes it).
 
+Memory: sadf's JSON is read from its pipe a piece at a time. A 107.7 MB file captured here
+(1,300 records of 1,021 disks; ``benchmarks/make_sa_file.py``) imports to Parquet at 0.22 GB
+peak (2.05x) in 21 s, of which sadf's own run is 9 s (316 MB of JSON).
+
 Device names: sysstat 12 stores major:minor numbers and resolves names when it reads the
 file (sa_common.c get_device_name: this machine's /sys, then its ioconf table, else
 ``devM-m``). For a file written on another host the names may therefore not be that host's;

@@ -1,0 +1,94 @@
+"""Capture a large binary sysstat sa file, for ``import_memory.py --sa FILE``.
+
+``import_memory.py`` builds its text and JSON inputs from fixtures in seconds; a binary sa file
+cannot be built that way (its layout is sadc's, per sysstat version), and sadc writes at most
+one record a second. So this captures a real one on this machine, with many disks so that
+each record is large: ``--disks`` loop devices are attached read-only to one sparse 1 MiB
+file and each is read once (sadc leaves out a disk with no I/O since boot), then
+``sadc -S DISK 1`` runs until the file reaches ``--size-mb``. With 1,000 loop devices a record
+is about 82 kB (sysstat 12.6.1), so 100 MB takes about 1,220 records, some 21 minutes. The
+loop devices are detached and sadc stopped whatever happens. Needs root and sysstat's sadc.
+
+Usage::
+
+    sudo .venv/bin/python benchmarks/make_sa_file.py /var/tmp/sa100 --size-mb 100
+    .venv/bin/python benchmarks/import_memory.py --sa /var/tmp/sa100 --only-sa
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+#: Where distributions install sadc (it is not on PATH).
+SADC_PATHS = ("/usr/lib/sysstat/sadc", "/usr/lib64/sa/sadc", "/usr/lib/sa/sadc",
+              "/usr/libexec/sysstat/sadc")
+
+
+def find_sadc() -> str:
+    found = shutil.which("sadc") or next((p for p in SADC_PATHS if Path(p).is_file()), None)
+    if found is None:
+        raise SystemExit("sadc not found (install sysstat: scripts/ensure-system-tools.sh)")
+    return found
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("out", type=Path, help="the sa file to write (replaced)")
+    ap.add_argument("--size-mb", type=float, default=100.0, help="stop once it is this large")
+    ap.add_argument("--disks", type=int, default=1000, help="loop devices to attach")
+    args = ap.parse_args(argv)
+    if os.geteuid() != 0:
+        raise SystemExit("needs root (loop devices)")
+    sadc = find_sadc()
+    target = int(args.size_mb * 1e6)
+    args.out.unlink(missing_ok=True)
+    loops: list[str] = []
+    proc: subprocess.Popen[bytes] | None = None
+    with tempfile.TemporaryDirectory(prefix="iogauge-sa-capture-") as tmp:
+        back = Path(tmp) / "back"
+        with back.open("wb") as fh:
+            fh.truncate(1 << 20)
+        try:
+            for _ in range(args.disks):
+                loops.append(subprocess.run(["losetup", "-f", "--show", "-r", str(back)],
+                                            check=True, capture_output=True, text=True
+                                            ).stdout.strip())
+            for dev in loops:
+                with Path(dev).open("rb") as fh:  # one read: the disk has I/O since boot
+                    fh.read(4096)
+            proc = subprocess.Popen([sadc, "-S", "DISK", "1", str(args.out)])
+            t0 = time.monotonic()
+            last = -1
+            while proc.poll() is None:
+                time.sleep(0.2)
+                size = args.out.stat().st_size if args.out.exists() else 0
+                if size != last:  # (a record was just written: sadc sleeps until the next)
+                    last = size
+                    print(f"\r{size / 1e6:7.1f} MB  {time.monotonic() - t0:6.0f} s",
+                          end="", flush=True)
+                    if size >= target:
+                        proc.send_signal(signal.SIGTERM)
+                        proc.wait()
+            print()
+            if last < target:
+                raise SystemExit(f"sadc stopped (exit status {proc.returncode}) at {last:,} "
+                                 "bytes")
+        finally:
+            if proc is not None and proc.poll() is None:
+                proc.kill()
+                proc.wait()
+            for dev in loops:
+                subprocess.run(["losetup", "-d", dev], check=False)
+    print(f"{args.out}: {args.out.stat().st_size:,} bytes, {len(loops)} loop disks")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
