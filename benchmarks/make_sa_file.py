@@ -6,8 +6,11 @@ one record a second. So this captures a real one on this machine, with many disk
 each record is large: ``--disks`` loop devices are attached read-only to one sparse 1 MiB
 file and each is read once (sadc leaves out a disk with no I/O since boot), then
 ``sadc -S DISK 1`` runs until the file reaches ``--size-mb``. With 1,000 loop devices a record
-is about 82 kB (sysstat 12.6.1), so 100 MB takes about 1,220 records, some 21 minutes. The
-loop devices are detached and sadc stopped whatever happens. Needs root and sysstat's sadc.
+is about 83 kB (sysstat 12.6.1), so 100 MB takes about 1,210 records, some 20 minutes. sadc is
+stopped and the loop devices detached whatever happens, and those the script created are
+removed (``LOOP_CTL_REMOVE``): a detached loop device stays in /proc/diskstats with its
+counters, so iostat and sar on the machine would go on listing a thousand of them. Needs root
+and sysstat's sadc.
 
 Usage::
 
@@ -18,13 +21,19 @@ Usage::
 from __future__ import annotations
 
 import argparse
+import contextlib
+import fcntl
 import os
+import re
 import shutil
 import signal
 import subprocess
 import tempfile
 import time
 from pathlib import Path
+
+#: ioctl of /dev/loop-control that deletes a loop device (linux/loop.h).
+LOOP_CTL_REMOVE = 0x4C81
 
 #: Where distributions install sadc (it is not on PATH).
 SADC_PATHS = ("/usr/lib/sysstat/sadc", "/usr/lib64/sa/sadc", "/usr/lib/sa/sadc",
@@ -36,6 +45,22 @@ def find_sadc() -> str:
     if found is None:
         raise SystemExit("sadc not found (install sysstat: scripts/ensure-system-tools.sh)")
     return found
+
+
+def _loop_numbers() -> set[int]:
+    return {int(m.group(1)) for path in Path("/sys/block").iterdir()
+            if (m := re.fullmatch(r"loop(\d+)", path.name))}
+
+
+def _remove_loops(numbers: set[int]) -> None:
+    """Delete these (detached) loop devices."""
+    fd = os.open("/dev/loop-control", os.O_RDWR)
+    try:
+        for n in sorted(numbers):
+            with contextlib.suppress(OSError):  # (one still busy stays)
+                fcntl.ioctl(fd, LOOP_CTL_REMOVE, n)
+    finally:
+        os.close(fd)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -51,6 +76,7 @@ def main(argv: list[str] | None = None) -> int:
     args.out.unlink(missing_ok=True)
     loops: list[str] = []
     proc: subprocess.Popen[bytes] | None = None
+    before = _loop_numbers()
     with tempfile.TemporaryDirectory(prefix="iogauge-sa-capture-") as tmp:
         back = Path(tmp) / "back"
         with back.open("wb") as fh:
@@ -86,6 +112,7 @@ def main(argv: list[str] | None = None) -> int:
                 proc.wait()
             for dev in loops:
                 subprocess.run(["losetup", "-d", dev], check=False)
+            _remove_loops(_loop_numbers() - before)
     print(f"{args.out}: {args.out.stat().st_size:,} bytes, {len(loops)} loop disks")
     return 0
 

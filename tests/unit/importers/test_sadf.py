@@ -10,6 +10,8 @@ from __future__ import annotations
 import io
 import json
 import shutil
+import threading
+import time
 from datetime import UTC, datetime
 from pathlib import Path
 from zoneinfo import ZoneInfo
@@ -544,6 +546,27 @@ def test_sa_json_read_from_sadfs_pipe_in_pieces() -> None:
                                        chunk_bytes=500))
     assert len(frames) >= 8
     assert SampleFrame.concat(frames).df.equals(whole.df) and len(whole) == 32
+
+
+def test_sa_sadf_keeps_writing_while_a_piece_is_read(tmp_path: Path,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """sadf's pipe is drained ahead of the reader: a sadf that prints 2 MB more than the
+    document finishes while the reader holds its first frame (read only when asked, the
+    pipe would fill at 64 kB and sadf would wait). Closing the reader then stops the
+    thread that drains the pipe."""
+    done = tmp_path / "done"
+    _fake_sadf(tmp_path, monkeypatch, f"cat {SADF / f'{V12}-sadf-j-uALL.json'}\n"
+               f"head -c 2000000 /dev/zero\ntouch {done}\n")
+    frames = sa_binary.iter_parse(io.BytesIO(b"\x96\xd5\x75\x21"), Source(path="sa22"),
+                                  chunk_bytes=500)
+    assert len(next(frames)) > 0
+    for _ in range(200):  # (up to 10 s: sadf has only to write 2 MB to a pipe)
+        if done.exists():
+            break
+        time.sleep(0.05)
+    assert done.exists(), "sadf was held up until the reader asked for more"
+    frames.close()
+    assert not [t for t in threading.enumerate() if t.name == "sadf-read-ahead"]
 
 
 def _fake_sadf(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, script: str) -> None:
