@@ -8,10 +8,16 @@ sa file starts with ``struct file_magic`` (sa.h): ``unsigned short sysstat_magic
 then ``format_magic`` (0x2175 for sysstat 11.7.1+; 0x2171, 0x2173 older), in the byte order
 of the machine that wrote it (sadf reads both orders).
 
-When ``sadf`` is missing, or cannot read this file's format version, the error says so and
-quotes sadf's own message (which, for an old format, tells how to convert it with
-``sadf -c``). A file cut off while being written is read up to its last whole record (sadf
-reports "End of system activity file unexpected"; the note quotes it).
+When ``sadf`` is missing the error says so. A file in an older format (sadf: "Current
+sysstat version cannot read the format of this file (0x2171)"; sysstat's test data has
+9.1.6's files in 0x2171 and 10.3.1's and 11.6.5's in 0x2173) is converted with ``sadf -c``
+into the temporary directory and that copy is read, with a note; this is what sysstat's own
+RPM scriptlet does to the files in /var/log/sa on an upgrade (sysstat.spec: ``sadf -C``
+stating that message, then ``sadf -c FILE > FILE.migrate``). sadf -c takes HZ from this
+machine for a 0x2171 file (it says so, and the note quotes it). When sadf cannot read the
+file, or cannot convert it, the error quotes sadf's own messages. A file cut off while being
+written is read up to its last whole record (sadf reports "End of system activity file
+unexpected"; the note quotes it).
 
 Memory and time: sadf's JSON is read from its pipe a piece at a time, and a thread drains
 the pipe ahead of the reader (:class:`_ReadAhead`, up to :data:`_AHEAD_CHUNKS` MiB), so that
@@ -115,7 +121,14 @@ def iter_parse(stream: BinaryIO, source: Source, *,
         with copy.open("wb") as fh:
             shutil.copyfileobj(stream, fh, 1 << 20)
         with (Path(tmp) / "stderr").open("w+b") as err:
-            yield from _run_sadf(sadf, copy, err, source, chunk_bytes)
+            converted: Path | None = None
+            try:
+                yield from _run_sadf(sadf, copy, err, source, chunk_bytes)
+            except _OldFormatError as old:  # (before any row: sadf printed nothing)
+                converted = _convert(sadf, copy, source, old)
+        if converted is not None:
+            with (Path(tmp) / "stderr2").open("w+b") as err:
+                yield from _run_sadf(sadf, converted, err, source, chunk_bytes)
 
 
 def _run_sadf(sadf: str, copy: Path, err: BinaryIO, source: Source, chunk_bytes: int
@@ -172,8 +185,11 @@ def _run_sadf(sadf: str, copy: Path, err: BinaryIO, source: Source, chunk_bytes:
     if proc.returncode != 0 or not head.strip():
         version = _sadf_version(sadf)
         said = stderr or f"exit status {proc.returncode} and no output"
-        raise IogaugeError(f"{source.path}: {sadf} ({version}) cannot read this sa file: "
-                           f"{said}") from failed
+        message = f"{source.path}: {sadf} ({version}) cannot read this sa file: {said}"
+        found = _OLD_FORMAT_RE.search(stderr)
+        if found is not None and not head.strip():
+            raise _OldFormatError(message, found.group(1))
+        raise IogaugeError(message) from failed
     if failed is not None:
         raise failed
     if "End of system activity file unexpected" in stderr:
@@ -182,6 +198,41 @@ def _run_sadf(sadf: str, copy: Path, err: BinaryIO, source: Source, chunk_bytes:
     elif stderr:
         source.note(f"sadf reported: {stderr}")
     _note_foreign_host(head, source)
+
+
+#: sadf's words for a file of an older format (sa_common.c handle_invalid_sa_file), which
+#: sysstat's RPM scriptlet also looks for before it converts a file with sadf -c.
+_OLD_FORMAT_RE = re.compile(r"Current sysstat version cannot read the format of this file "
+                            r"\((0x[0-9a-fA-F]+)\)")
+
+
+class _OldFormatError(IogaugeError):
+    """sadf read nothing: the file is in an older sysstat format (``magic``)."""
+
+    def __init__(self, message: str, magic: str) -> None:
+        super().__init__(message)
+        self.magic = magic
+
+
+def _convert(sadf: str, copy: Path, source: Source, old: _OldFormatError) -> Path:
+    """``copy`` converted to the current format with ``sadf -c`` (beside it), with a note;
+    an error with both of sadf's messages if it cannot be."""
+    new = copy.with_name(copy.name + ".new")
+    try:
+        with new.open("wb") as out:
+            done = subprocess.run([sadf, "-c", str(copy)], stdout=out,
+                                  stderr=subprocess.PIPE, check=False,
+                                  env={**os.environ, "LC_ALL": "C", "TZ": "UTC"},
+                                  timeout=_SADF_TIMEOUT_S)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise IogaugeError(f"{old}; converting it with 'sadf -c' failed too: {exc}") from old
+    said = _quote(done.stderr, str(copy), Path(source.path).name)
+    if done.returncode != 0 or new.stat().st_size == 0:
+        why = said or f"exit status {done.returncode} and no output"
+        raise IogaugeError(f"{old}; converting it with 'sadf -c' failed too: {why}") from old
+    source.note(f"the sa file is in an older sysstat format ({old.magic}): converted with "
+                f"'sadf -c' before reading" + (f" (sadf: {said})" if said else ""))
+    return new
 
 
 class _ReadAhead:

@@ -520,6 +520,40 @@ def test_sa_format_sadf_cannot_read(tmp_path: Path) -> None:
     assert message.startswith(f"{old}: ")
     assert "cannot read the format of this file (0x2171)" in message  # sadf's own words
     assert "sadf -c sa01" in message and str(tmp_path) not in message.split(": ", 1)[1]
+    # the conversion was tried, and sadf -c's own words say why it failed (the records
+    # after the header are 12.6.1's, not 0x2171's)
+    assert "converting it with 'sadf -c' failed too: " in message
+    assert "Invalid data found" in message
+
+
+@needs_sadf
+def test_sa_older_format_converted_with_sadf_c(tmp_path: Path,
+                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """A file sadf cannot read for its older format is converted with sadf -c and the copy
+    read, with a note. The fake sadf says what this machine's sadf 12.6.1 says of a 0x2171
+    file and "converts" it to the fixture; everything else is the real sadf."""
+    real = sa_binary.find_sadf()
+    fixture = SA / f"{V12}-disk-restart.sa"
+    _fake_sadf(tmp_path, monkeypatch, (
+        'if [ "$1" = "-c" ]; then\n'
+        '  echo "File successfully converted to sysstat format version 12.6.1" >&2\n'
+        f"  cat {fixture}; exit 0\n"
+        "fi\n"
+        'if [ "$1" = "-j" ] && head -c 4 "$2" | od -An -tx1 | grep -q "71 21"; then\n'
+        '  echo "Invalid system activity file: $2" >&2\n'
+        '  echo "Current sysstat version cannot read the format of this file (0x2171)" >&2\n'
+        "  exit 3\n"
+        "fi\n"
+        f'exec {real} "$@"\n'))
+    data = bytearray(fixture.read_bytes())
+    data[2:4] = b"\x71\x21"
+    src = Source(path="sa01")
+    got = sa_binary.parse(bytes(data), src)
+    monkeypatch.delenv("IOGAUGE_SADF")
+    assert got.df.equals(sa_binary.parse(fixture.read_bytes(), Source(path="sa01")).df)
+    assert len(got) == 32
+    assert any("older sysstat format (0x2171): converted with 'sadf -c'" in n
+               and "File successfully converted" in n for n in src.notes), src.notes
 
 
 def test_sa_without_sadf(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
