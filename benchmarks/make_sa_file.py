@@ -112,7 +112,9 @@ def main(argv: list[str] | None = None) -> int:
                 proc.wait()
             for dev in loops:
                 subprocess.run(["losetup", "-d", dev], check=False)
-            _remove_loops(_loop_numbers() - before)
+            # (only the devices this run brought into being: losetup -f may have reused
+            # one that existed before)
+            _remove_loops({int(d.removeprefix("/dev/loop")) for d in loops} - before)
     print(f"{args.out}: {args.out.stat().st_size:,} bytes, {len(loops)} loop disks")
     return 0
 
