@@ -37,7 +37,7 @@ Target (the importers issue): memory stays below 3x the input size. Each input (
 
 A binary sa file cannot be built from a fixture (sadc writes it, a record a second):
 ``--sa FILE`` measures one captured with ``benchmarks/make_sa_file.py`` (sadc with 1,000
-loop disks, ~21 minutes for 100 MB), read by sadf -j as ``iogauge import`` does.
+loop disks, some 20 minutes for 100 MB), read by sadf -j as ``iogauge import`` does.
 
 Each import runs in its own process, measured with ``os.wait4`` (wall clock, ``ru_maxrss``);
 the figure is peak RSS / input bytes, the baseline the input itself (1x), in the same run.
