@@ -25,27 +25,16 @@ import contextlib
 import fcntl
 import os
 import re
-import shutil
 import signal
 import subprocess
 import tempfile
 import time
 from pathlib import Path
 
+from iogauge.importers.sa_binary import find_sadc
+
 #: ioctl of /dev/loop-control that deletes a loop device (linux/loop.h).
 LOOP_CTL_REMOVE = 0x4C81
-
-#: Where distributions install sadc (it is not on PATH).
-SADC_PATHS = ("/usr/lib/sysstat/sadc", "/usr/lib64/sa/sadc", "/usr/lib/sa/sadc",
-              "/usr/libexec/sysstat/sadc")
-
-
-def find_sadc() -> str:
-    found = shutil.which("sadc") or next((p for p in SADC_PATHS if Path(p).is_file()), None)
-    if found is None:
-        raise SystemExit("sadc not found (install sysstat: scripts/ensure-system-tools.sh)")
-    return found
-
 
 def _loop_numbers() -> set[int]:
     return {int(m.group(1)) for path in Path("/sys/block").iterdir()
@@ -72,6 +61,8 @@ def main(argv: list[str] | None = None) -> int:
     if os.geteuid() != 0:
         raise SystemExit("needs root (loop devices)")
     sadc = find_sadc()
+    if sadc is None:
+        raise SystemExit("sadc not found (install sysstat: scripts/ensure-system-tools.sh)")
     target = int(args.size_mb * 1e6)
     args.out.unlink(missing_ok=True)
     loops: list[str] = []

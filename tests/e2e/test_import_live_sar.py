@@ -31,12 +31,11 @@ import pytest
 
 from iogauge.errors import InputFormatError
 from iogauge.importers.registry import import_file
+from iogauge.importers.sa_binary import find_sadc
 from iogauge.model.sampleframe import SampleFrame
 
 pytestmark = pytest.mark.slow
 
-_SADC_PATHS = ("/usr/lib/sysstat/sadc", "/usr/lib64/sa/sadc", "/usr/lib/sa/sadc",
-               "/usr/libexec/sa/sadc")
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 
 #: sar -d 12.x column -> SampleFrame column (the mapping under test, spelled out again).
@@ -46,10 +45,6 @@ SAR_TO_FRAME = {"tps": "iops", "rkB/s": "r_kBps", "wkB/s": "w_kBps", "dkB/s": "d
 JSON_TO_FRAME = {"tps": "iops", "rkB": "r_kBps", "wkB": "w_kBps", "dkB": "d_kBps",
                  "areq-sz": "areq_kB", "aqu-sz": "aqu_sz", "await": "await_ms",
                  "util-percent": "util_pct"}
-
-
-def find_sadc() -> str | None:
-    return next((p for p in _SADC_PATHS if Path(p).is_file()), shutil.which("sadc"))
 
 
 def run(args: list[str | Path], *, env: dict[str, str] | None = None,

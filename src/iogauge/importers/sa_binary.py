@@ -67,6 +67,10 @@ SYSSTAT_MAGIC_BYTES = (b"\x96\xd5", b"\xd5\x96")
 SADF_SAR_OPTIONS = ("-d", "-u")
 #: Where Debian/Ubuntu and RHEL put sadf when PATH lacks /usr/bin (cron-like environments).
 _SADF_FALLBACKS = ("/usr/bin/sadf", "/usr/local/bin/sadf")
+#: Where distributions install sadc, the collector that writes sa files (not on PATH):
+#: Debian/Ubuntu, RHEL (lib64/sa), others.
+_SADC_PATHS = ("/usr/lib/sysstat/sadc", "/usr/lib64/sa/sadc", "/usr/lib/sa/sadc",
+               "/usr/libexec/sa/sadc", "/usr/libexec/sysstat/sadc")
 _SADF_TIMEOUT_S = 600
 #: sadf's output read ahead of the reader: this many chunks of _AHEAD_CHUNK_BYTES.
 _AHEAD_CHUNKS = 8
@@ -94,6 +98,17 @@ def find_sadf() -> str | None:
     if found:
         return found
     return next((p for p in _SADF_FALLBACKS if Path(p).is_file()), None)
+
+
+def find_sadc() -> str | None:
+    """sysstat's sadc (for the tests and benchmarks that capture sa files), else None."""
+    return next((p for p in _SADC_PATHS if Path(p).is_file()), shutil.which("sadc"))
+
+
+def _sadf_env() -> dict[str, str]:
+    """sadf's environment: messages in English (they are matched and quoted), times in
+    UTC."""
+    return {**os.environ, "LC_ALL": "C", "TZ": "UTC"}
 
 
 def parse(data: bytes, source: Source) -> SampleFrame:
@@ -137,7 +152,7 @@ def _run_sadf(sadf: str, copy: Path, err: BinaryIO, source: Source, chunk_bytes:
     try:
         proc = subprocess.Popen(
             [sadf, "-j", str(copy), "--", *SADF_SAR_OPTIONS], stdout=subprocess.PIPE,
-            stderr=err, env={**os.environ, "LC_ALL": "C", "TZ": "UTC"},
+            stderr=err, env=_sadf_env(),
             start_new_session=True)  # (a group of its own: killed with what it started)
     except OSError as exc:
         raise IogaugeError(f"{source.path}: cannot run {sadf}: {exc}") from exc
@@ -222,7 +237,7 @@ def _convert(sadf: str, copy: Path, source: Source, old: _OldFormatError) -> Pat
         with new.open("wb") as out:
             done = subprocess.run([sadf, "-c", str(copy)], stdout=out,
                                   stderr=subprocess.PIPE, check=False,
-                                  env={**os.environ, "LC_ALL": "C", "TZ": "UTC"},
+                                  env=_sadf_env(),
                                   timeout=_SADF_TIMEOUT_S)
     except (OSError, subprocess.TimeoutExpired) as exc:
         raise IogaugeError(f"{old}; converting it with 'sadf -c' failed too: {exc}") from old
