@@ -34,6 +34,7 @@ from iogauge.collector.linux import (
     frame_from_results,
 )
 from iogauge.errors import CollectorError
+from iogauge.model.device import DeviceInfo
 from iogauge.model.sampleframe import SampleFrame
 
 TREES = Path(__file__).resolve().parent.parent / "fixtures" / "proc_trees"
@@ -1073,6 +1074,50 @@ def test_dm_device_selected_by_its_dm_name(tmp_path: Path) -> None:
     r = col.sample()
     assert r.devices == ["dm-0"]
     assert r.metrics["r_iops"][0] == 10.0
+
+
+def test_device_filter_reads_sysfs_only_for_the_selected_devices(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """With a filter, the dozen sysfs files of a device are read only for devices it
+    selects (by kernel name, or a dm device by its dm name): start-up with a thousand
+    devices took 0.3-0.5 s otherwise. device_info() holds the selected devices only."""
+    import iogauge.collector.linux as linux_mod
+
+    proc = tmp_path / "proc"
+    proc.mkdir()
+    sys_ = tmp_path / "sys"
+    for i, lv in ((0, "vg0-root"), (1, "vg0-swap")):
+        (sys_ / "block" / f"dm-{i}" / "dm").mkdir(parents=True)
+        (sys_ / "block" / f"dm-{i}" / "dm" / "name").write_text(f"{lv}\n")
+    for name in ("sda", "sdb"):
+        (sys_ / "block" / name / "queue").mkdir(parents=True)
+        (sys_ / "block" / name / "queue" / "rotational").write_text("1\n")
+    full: list[str] = []
+    real = linux_mod.read_device_info
+
+    def counting(name: str, *args: Any, **kwargs: Any) -> DeviceInfo:
+        full.append(name)
+        return real(name, *args, **kwargs)
+
+    monkeypatch.setattr(linux_mod, "read_device_info", counting)
+    stats = ("253 0 dm-0 10 0 80 5 0 0 0 0 0 5 5\n253 1 dm-1 10 0 80 5 0 0 0 0 0 5 5\n"
+             "8 0 sda 1 0 8 1 0 0 0 0 0 1 1\n8 16 sdb 1 0 8 1 0 0 0 0 0 1 1\n")
+    _write(proc, "diskstats", stats)
+    clock = iter([0.0, 1.0, 2.0, 3.0])
+    col = LinuxCollector(proc, sys_, devices=["vg0-swap", "sdb"],
+                         monotonic=lambda: next(clock), wall=lambda: 1.7e9)
+    assert col.prime() == []
+    assert sorted(full) == ["dm-1", "sdb"]
+    assert sorted(col.device_info()) == ["dm-1", "sdb"]
+    assert col.device_info()["dm-1"].dm_name == "vg0-swap"
+    assert col.device_info()["sdb"].rotational is True
+    _write(proc, "diskstats", stats.replace(" 10 0 80 ", " 20 0 160 "))
+    assert col.sample().devices == ["dm-1", "sdb"]
+    assert sorted(full) == ["dm-1", "sdb"]  # nothing read again
+    # Without a filter every device is read, as before.
+    full.clear()
+    LinuxCollector(proc, sys_, monotonic=lambda: next(clock), wall=lambda: 1.7e9).prime()
+    assert sorted(full) == ["dm-0", "dm-1", "sda", "sdb"]
 
 
 def test_inflight_gauge_needs_only_the_current_snapshot() -> None:

@@ -141,6 +141,17 @@ def read_device_info(name: str, sysfs_root: str | Path = "/sys", *, major: int |
     )
 
 
+def read_dm_name(name: str, sysfs_root: str | Path = "/sys") -> str | None:
+    """The device-mapper name of ``name`` (``/sys/block/dm-N/dm/name``); None if it has none.
+
+    One file, where :func:`read_device_info` reads a dozen: enough to tell whether a dm
+    device is the one a filter names by its dm name."""
+    root = Path(sysfs_root)
+    sname = sysfs_name(name)
+    return (_read(root / "block" / sname / "dm" / "name")
+            or _read(root / "class" / "block" / sname / "dm" / "name") or None)
+
+
 def read_diskseq(name: str, sysfs_root: str | Path = "/sys") -> int | None:
     """``diskseq`` (kernel 5.15+): changes when a device is re-created under the same name."""
     root = Path(sysfs_root)
