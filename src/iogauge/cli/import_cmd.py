@@ -11,8 +11,11 @@ Nothing is written until every file has been read without error: Parquet goes to
 file in the target's directory, renamed into place after the last file (and deleted on
 failure); the store receives the rows batch by batch in ONE transaction, committed after the
 last file and rolled back on a failure (:class:`~iogauge.store.duckdb_store.StoreImport`; a
-store that did not exist yet appears only at the commit). JSON needs every row before its
-first line is written (nothing is printed for a failed import), so ``--json`` holds them.
+store that did not exist yet appears only at the commit), with what importing the files one
+after the other would leave: a later file's rows replace an earlier file's with the same
+key (``StoreImport.next_source``; the same for wait events: ``latest_waits``). JSON needs
+every row before its first line is written (nothing is printed for a failed import), so
+``--json`` holds them.
 """
 
 from __future__ import annotations
@@ -316,8 +319,10 @@ def import_(
     diskstats files into the store (or JSON / Parquet).
 
     The format is sniffed per file (--format forces one). Rows already in the store with the
-    same source, host, device and time are replaced, so importing a file twice is harmless.
-    All files are read before anything is written: one unreadable file stores nothing.
+    same source, host, device and time are replaced, so importing a file twice is harmless;
+    so are a later file's rows replacing an earlier file's of the same call (a log and its
+    compressed copy are stored once, with a warning). All files are read before anything is
+    written: one unreadable file stores nothing.
 
     Example: `iogauge import /var/log/sa/sa2* --db web1.duckdb`, or
     `iogauge import iostat.log.gz --tz Asia/Tokyo --json | jq .r_await_ms`.
@@ -341,6 +346,8 @@ def import_(
         paths = expand(files)
         reads: list[_Read] = []
         failures: list[str] = []
+        #: Per file read into the store: rows of earlier files its rows replaced (same key).
+        replaced: dict[Path, int] = {}
         kept: list[SampleFrame] = []
         if parquet is None and not as_json:
             # Only for the store, the one path near the 3x memory target: mapping and
@@ -369,12 +376,20 @@ def import_(
                     for p in paths:
                         progress.update(task, description=p.name)
                         try:
+                            before = 0
+                            if target is not None and not failures:
+                                # A later file's rows replace an earlier one's with the same
+                                # key, as importing the files one after the other would.
+                                target.next_source()
+                                before = target.replaced_earlier
                             read, batches = _open(p, opts)
                             for frame in batches:
                                 if not failures:
                                     yield frame
                                 del frame  # not held while the next one is parsed
                             reads.append(read)
+                            if target is not None and target.replaced_earlier > before:
+                                replaced[p] = target.replaced_earlier - before
                         except IogaugeError as exc:
                             failures.append(str(exc))
                         progress.advance(task)
@@ -409,7 +424,20 @@ def import_(
                     for ex in r.skipped_examples:
                         err.print(f"    {ex}", markup=False)
             rows = sum(r.rows for r in reads)
-            waits = WaitEventFrame.concat([r.waits for r in reads if len(r.waits)])
+            if target is not None:
+                from iogauge.store.duckdb_store import latest_waits
+
+                waits, dropped = latest_waits([r.waits for r in reads])
+                for p, count in replaced.items():
+                    warn(f"{p}: {count:,} row(s) replaced those of an earlier file of this "
+                         "import with the same format, host, device and time (the data is "
+                         "stored once, as importing the files one after the other would)")
+                for r, gone in zip(reads, dropped, strict=True):
+                    if gone:
+                        warn(f"{r.path}: {gone:,} wait event row(s) replaced those of an "
+                             "earlier file of this import with the same key")
+            else:
+                waits = WaitEventFrame.concat([r.waits for r in reads if len(r.waits)])
             if parquet is not None and tmp is not None:
                 tmp.replace(parquet)
                 if len(waits):

@@ -199,14 +199,16 @@ def _ddl(table: str, columns: Sequence[tuple[str, str, bool]]) -> str:
     return f"CREATE TABLE IF NOT EXISTS {table} ({body})"
 
 
-def _replace_sql(batch: str, *, before_rowid: bool = False) -> str:
+def _replace_sql(batch: str, *, before_rowid: bool = False, after_rowid: bool = False) -> str:
     """DELETE of the stored samples whose key (:data:`SAMPLE_KEY`) a row of ``batch`` has.
 
-    ``before_rowid`` adds ``s.rowid <= ?``: only rows that were in the table when the
-    transaction began (see :class:`BulkAppend`).
+    ``after_rowid`` adds ``s.rowid > ?`` and ``before_rowid`` then ``s.rowid <= ?``: only
+    rows in a range of row ids -- those in the table when the transaction began, or those
+    earlier files of the transaction added (see :class:`BulkAppend`).
     """
     on = " AND ".join(f"s.{_q(k)} = b.{_q(k)}" for k in SAMPLE_KEY)
-    guard = " AND s.rowid <= ?" if before_rowid else ""
+    guard = (" AND s.rowid > ?" if after_rowid else "") + (
+        " AND s.rowid <= ?" if before_rowid else "")
     return (f"DELETE FROM {SAMPLES_TABLE} s USING (SELECT DISTINCT "
             f"{', '.join(_q(k) for k in SAMPLE_KEY)} FROM {batch}) b WHERE {on}{guard}")
 
@@ -827,15 +829,21 @@ class BulkAppend:
     that fails, rolls every batch back: the store is exactly as before.
 
     ``replace``: stored rows with the (source, host, device, ts) of an added row are deleted,
-    in the same transaction -- the rows that were in the table when the transaction began,
-    never rows an earlier batch of it added. The result is that of one
-    ``Store.append(all_batches, replace=True)`` whatever the batches: rows that repeat a key
-    within the import are all kept, as they are within one append. (DuckDB numbers the rows a
-    transaction appends after every row stored before it -- from 2**55 while uncommitted --
-    so "was there before" is ``rowid <= max(rowid)`` taken at the start.)
+    in the same transaction -- the rows that were in the table when the transaction began
+    and, once :meth:`next_source` has said that the rows now come from another file, the
+    rows the earlier files added; never rows the same file added before. So an import of
+    several files stores what importing them one after the other would (the same data in
+    two files -- a log and its compressed copy, overlapping rotations -- is stored once, the
+    later file's), and rows that repeat a key within one file are all kept, as they are
+    within one append. (DuckDB numbers the rows a transaction appends after every row stored
+    before it -- from 2**55 while uncommitted -- so "was there before" is ``rowid <=
+    max(rowid)`` taken at the start, and "an earlier file's" a row id between that and
+    ``max(rowid)`` taken when the file began.)
 
     Attributes:
         rows: rows added so far; batches: non-empty batches added.
+        replaced_earlier: rows of earlier files of this transaction deleted because a later
+            file had their key (not counted out of ``rows``).
     """
 
     def __init__(self, store: Store, *, replace: bool) -> None:
@@ -845,6 +853,9 @@ class BulkAppend:
         self.batches = 0
         self._state = "new"  # new -> open -> done
         self._stored_max_rowid: int | None = None
+        #: Highest row id an earlier file of this transaction added (None: no such rows).
+        self._earlier_max_rowid: int | None = None
+        self.replaced_earlier = 0
         self._threads: int | None = None
 
     @property
@@ -884,6 +895,12 @@ class BulkAppend:
                 if self._stored_max_rowid is not None:
                     con.execute(_replace_sql(_BATCH_VIEW, before_rowid=True),
                                 [self._stored_max_rowid])
+                if self._earlier_max_rowid is not None:
+                    low = -1 if self._stored_max_rowid is None else self._stored_max_rowid
+                    gone = con.execute(_replace_sql(_BATCH_VIEW, before_rowid=True,
+                                                    after_rowid=True),
+                                       [low, self._earlier_max_rowid]).fetchall()
+                    self.replaced_earlier += int(gone[0][0]) if gone else 0
                 con.execute(_INSERT_BATCH_SQL)
         except duckdb.Error as exc:
             self._end(con, "ROLLBACK")
@@ -895,6 +912,27 @@ class BulkAppend:
         self.rows += n
         self.batches += 1
         return n
+
+    def next_source(self) -> None:
+        """The rows added from now on come from another file: with ``replace`` they also
+        replace the rows earlier files of this transaction added with the same key.
+
+        Raises:
+            StoreError: the query of the rows added so far failed (the transaction is rolled
+                back).
+        """
+        if not self.replace or self._state != "open" or self.rows == 0:
+            return
+        con = self._store._writable(bulk=True)
+        try:
+            row = con.execute(f"SELECT max(rowid) FROM {SAMPLES_TABLE}").fetchall()
+        except duckdb.Error as exc:
+            self._end(con, "ROLLBACK")
+            raise StoreError(f"{self._store.path}: cannot read the import's rows (the "
+                             f"{self.rows:,} rows added are rolled back): "
+                             f"{_first_line(exc)}") from exc
+        top = row[0][0] if row else None
+        self._earlier_max_rowid = None if top is None else int(top)
 
     def commit(self) -> int:
         """Make every added row visible at once; returns the rows added.
@@ -1002,6 +1040,11 @@ class StoreImport:
         """Rows added so far."""
         return self._bulk.rows if self._bulk is not None else 0
 
+    @property
+    def replaced_earlier(self) -> int:
+        """Rows of earlier files of this import that a later file's rows replaced."""
+        return self._bulk.replaced_earlier if self._bulk is not None else 0
+
     def __enter__(self) -> StoreImport:
         if not self.path.exists() and not self.path.is_symlink():
             self._tmp = self.path.with_name(
@@ -1033,13 +1076,20 @@ class StoreImport:
             raise StoreError(f"{self.path}: the import is not open")
         return self._bulk.add(frame)
 
+    def next_source(self) -> None:
+        """The next batches come from another file (see :meth:`BulkAppend.next_source`)."""
+        if self._bulk is None:
+            raise StoreError(f"{self.path}: the import is not open")
+        self._bulk.next_source()
+
     def commit(self, waits: WaitEventFrame | None = None) -> int:
         """Commit the rows, store ``waits`` (replacing same-key rows, as
-        :meth:`Store.append_waits`), close, and put a new store in place. Returns the rows.
+        :meth:`Store.append_waits`), close, and put a new store in place. Returns the rows
+        stored: those added less those a later file of the import replaced.
         """
         if self._bulk is None or self._store is None:
             raise StoreError(f"{self.path}: the import is not open")
-        rows = self._bulk.commit()
+        rows = self._bulk.commit() - self._bulk.replaced_earlier
         if waits is not None and len(waits):
             self._store.append_waits(waits)
         self._store.close()
@@ -1079,6 +1129,27 @@ class StoreImport:
                     d.rmdir()
                 except OSError:
                     break
+
+
+def latest_waits(frames: Sequence[WaitEventFrame]) -> tuple[WaitEventFrame, list[int]]:
+    """The wait events of several files as one frame, as storing them one file after the
+    other leaves them: a key (:data:`WAIT_KEY`, nulls equal) that a later file has too is
+    kept from the last such file only; within one file every row is kept.
+
+    Returns the frame and, per file, the rows of earlier files that its rows replaced.
+    """
+    if sum(1 for f in frames if len(f)) < 2:
+        return WaitEventFrame.concat([f for f in frames if len(f)]), [0] * len(frames)
+    src, last = "_iogauge_file", "_iogauge_last"
+    df = pl.concat([f.df.with_columns(pl.lit(i, pl.UInt32).alias(src))
+                    for i, f in enumerate(frames) if len(f)], how="vertical")
+    # A window over the key groups nulls together, as IS NOT DISTINCT FROM does in SQL.
+    df = df.with_columns(pl.col(src).max().over(list(WAIT_KEY)).alias(last))
+    latest = pl.col(src) == pl.col(last)
+    counts = [0] * len(frames)
+    for i, n in df.filter(~latest).get_column(last).value_counts().iter_rows():
+        counts[int(i)] = int(n)
+    return WaitEventFrame(df.filter(latest).drop(src, last)), counts
 
 
 # ---- module helpers ------------------------------------------------------------------------

@@ -46,35 +46,38 @@ def _seed(db: Path) -> pl.DataFrame:
         return st.read().df
 
 
-def test_streamed_import_stores_exactly_what_one_append_of_every_row_stores(
+def test_streamed_import_stores_exactly_what_importing_file_after_file_stores(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     # The RHEL 6 log twice under two names: the same host, devices and times, so the second
-    # file repeats every key of the first (one append keeps both copies; batch k+1 must not
-    # replace what batch k stored).
+    # file repeats every key of the first. The store must end as after two imports, one file
+    # each: the copy's rows replace the first file's (not both kept, as one append of every
+    # row would), and batch k+1 of a file must not replace what batch k of it stored.
     copy = tmp_path / "rhel6-copy.txt"
     shutil.copy(RHEL6, copy)
     one = tmp_path / "one.duckdb"
     _seed(one)
-    whole = SampleFrame.concat([import_file(RHEL6).frame, import_file(copy).frame])
     with Store.open(one) as st:
-        st.append(whole, replace=True)
+        for path in (RHEL6, copy):
+            st.append(import_file(path).frame, replace=True)
         expected = st.read().df
     db = tmp_path / "streamed.duckdb"
     _seed(db)
     yielded = small_iostat_pieces(monkeypatch)
     added = _added(monkeypatch)
-    res = CliRunner().invoke(app, ["import", str(RHEL6), str(copy), "--db", str(db)],
-                             terminal_width=250)
+    res = CliRunner().invoke(
+        app, ["import", str(RHEL6), str(copy), "--db", str(db)], terminal_width=250)
     assert res.exit_code == 0, res.output
     assert len(yielded) > 20 and added == yielded  # every piece went in as its own batch
     with Store.open(db, read_only=True) as st:
         got = st.read().df
     assert got.equals(expected)  # same rows, same order
-    assert got.height == 82 + 2 * 3_498  # the SYSSTAT117 log's 82 rows stay beside both copies
+    assert got.height == 82 + 3_498  # the SYSSTAT117 log's 82 rows stay beside one copy
     assert got.filter(pl.col("r_await_ms") >= 1000.0).is_empty()  # the seeded rows replaced
-    # the summary: 11 devices x 318 reports per file, and the total
-    assert res.stdout.count("3,498") == 2
-    assert f"6,996 rows stored in {db}" in res.stdout.replace("\n", "")
+    # the summary: 11 devices x 318 reports per file, and what the store holds of them
+    assert res.stdout.count("3,498") == 3
+    assert f"3,498 rows stored in {db}" in res.stdout.replace("\n", "")
+    assert (f"{copy}: 3,498 row(s) replaced those of an earlier file of this import"
+            in " ".join(res.stderr.split()))
 
 
 def test_a_bad_line_in_a_later_batch_leaves_the_store_as_it_was(
@@ -119,11 +122,14 @@ def test_an_import_of_less_than_a_row_group_commits(tmp_path: Path, existing: bo
     """The commit moves the last, partial row group into the table and cannot spill it: under
     the 32 MiB bulk limit an import of 35-120 thousand rows (a 5-15 MB iostat log) failed at
     the COMMIT ("could not allocate block of size 256.0 KiB"). 16 copies of the RHEL 6 log,
-    55,968 rows, stay under DuckDB's 122,880-row row group (they failed before the fix)."""
+    55,968 rows, stay under DuckDB's 122,880-row row group (they failed before the fix);
+    each copy is moved to another day, since a later file's rows replace an earlier one's
+    with the same key."""
     files = []
+    text = RHEL6.read_text()
     for k in range(16):
         files.append(tmp_path / f"rhel6-{k:02d}.txt")
-        shutil.copy(RHEL6, files[-1])
+        files[-1].write_text(text.replace("06/13/2018", f"06/{k + 1:02d}/2018"))
     db = tmp_path / "s.duckdb"
     if existing:
         _seed(db)  # its 1,000 RHEL 6 rows are replaced, the SYSSTAT117 log's 82 stay
@@ -133,6 +139,24 @@ def test_an_import_of_less_than_a_row_group_commits(tmp_path: Path, existing: bo
     assert f"55,968 rows stored in {db}" in res.stdout.replace("\n", "")
     with Store.open(db, read_only=True) as st:
         got = st.read().df
-    # the copies repeat each other's keys: within one import every copy is kept
     assert got.height == 16 * 3_498 + (82 if existing else 0)
-    assert got.group_by("host", "device", "ts").len()["len"].max() == 16
+    assert got.group_by("host", "device", "ts").len()["len"].max() == 1
+
+
+def test_wait_events_of_a_report_and_its_copy_are_stored_once(tmp_path: Path) -> None:
+    awr = FIX / "awr" / "awr_112_config5-1-1_hdd_cache1024m.txt"
+    copy = tmp_path / "copy.txt"
+    shutil.copy(awr, copy)
+    db, once = tmp_path / "two.duckdb", tmp_path / "one.duckdb"
+    for target, files in ((once, [awr]), (db, [awr, copy])):
+        res = CliRunner().invoke(app, ["import", *map(str, files), "--db", str(target)],
+                                 terminal_width=250)
+        assert res.exit_code == 0, res.output
+    with Store.open(once, read_only=True) as st:
+        rows, waits = st.count(), len(st.read_waits())
+    assert rows > 0 and waits > 0
+    with Store.open(db, read_only=True) as st:
+        assert (st.count(), len(st.read_waits())) == (rows, waits)
+    said = " ".join(res.stderr.split())
+    assert f"{copy}: {rows:,} row(s) replaced those of an earlier file" in said
+    assert f"{copy}: {waits:,} wait event row(s) replaced those of an earlier file" in said

@@ -4,7 +4,9 @@ The rows of a bulk append must not depend on how they were cut into batches (or 
 slices one batch is handed to DuckDB in): a store built batch by batch equals, row for row
 and in the same order, a store given everything in one ``Store.append`` -- including the
 ``replace`` rule (stored rows with an imported key go; imported rows that repeat a key are
-all kept, as within one append). A failure leaves the store as it was.
+all kept, as within one append -- unless they come from different files: a later file's
+rows replace an earlier one's, as importing the files one after the other would). A
+failure leaves the store as it was.
 """
 
 from __future__ import annotations
@@ -267,3 +269,70 @@ def test_copying_a_store_replaces_wait_events_by_key(tmp_path: Path) -> None:
         assert st.append_store(src, replace=True) == 3 * 2
         back = st.read_waits().df
     assert back["avg_wait_ms"].to_list() == [7.5]
+
+
+def test_a_later_file_replaces_an_earlier_files_rows_with_the_same_key(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """next_source(): the rows of an import of several files are those of importing the
+    files one after the other -- a later file's row replaces an earlier file's (and a stored
+    one) with the same key; rows repeating a key within one file are all kept."""
+    files = [[_frame(0, 7), _frame(7, 30, r_iops=500.0)],  # seconds 0-36
+             [_frame(30, 15, r_iops=900.0), _frame(40, 5, r_iops=700.0)],  # 30-44, 40-44 twice
+             [_frame(60, 5)]]  # no key in common
+    with _seeded(tmp_path / "seq.duckdb") as seq:
+        for f in files:
+            seq.append(SampleFrame.concat(f), replace=True)
+        expected = seq.read().df.sort(["host", "device", "ts", "r_iops"])
+    monkeypatch.setattr(duckdb_store, "BULK_SLICE_ROWS", 7)
+    with _seeded(tmp_path / "one.duckdb") as one:
+        with one.bulk_append(replace=True) as bulk:
+            for f in files:
+                bulk.next_source()
+                for b in f:
+                    bulk.add(b)
+            assert bulk.commit() == (37 + 20 + 5) * 2
+            # seconds 30-36 of file 1 (7 seconds, two disks) gave way to file 2's
+            assert bulk.replaced_earlier == 7 * 2
+        got = one.read().df.sort(["host", "device", "ts", "r_iops"])
+    assert got.equals(expected)
+    db01 = got.filter(pl.col("host") == "db01")
+    assert db01.filter(pl.col("r_iops").is_between(530.0, 536.0)).is_empty()  # replaced
+    assert db01.filter(pl.col("ts") == T0 + timedelta(seconds=42)).height == 4  # kept twice
+
+
+def test_an_import_of_a_file_and_its_copy_stores_the_rows_once(tmp_path: Path) -> None:
+    path = tmp_path / "s.duckdb"
+    with StoreImport(path) as imp:
+        for _copy in range(2):
+            imp.next_source()
+            imp.add(_frame(0, 10))
+        assert imp.replaced_earlier == 10 * 2
+        assert imp.commit() == 10 * 2
+    with Store.open(path, read_only=True) as st:
+        assert st.count() == 10 * 2
+
+
+def test_latest_waits_keeps_a_key_from_the_last_file_that_has_it() -> None:
+    from iogauge.model.waitevents import WaitEventFrame
+    from iogauge.store.duckdb_store import latest_waits
+
+    def waits(events: list[str], avg_ms: float) -> WaitEventFrame:
+        n = len(events)
+        return WaitEventFrame(pl.DataFrame({
+            "source": ["awr"] * n, "host": ["db01"] * n, "db_name": ["ORCL"] * n,
+            "instance": [None] * n, "ts": [T0] * n, "interval_s": [3600.0] * n,
+            "section": ["foreground wait events"] * n, "event": events,
+            "waits": [1000.0] * n, "time_waited_s": [avg_ms] * n,
+            "avg_wait_ms": [avg_ms] * n}))
+
+    first = waits(["db file sequential read", "log file sync", "log file sync"], 1.0)
+    second = waits(["log file sync"], 2.0)  # instance NULL in both: the same key
+    frame, dropped = latest_waits([first, WaitEventFrame.empty(), second])
+    assert dropped == [0, 0, 2]  # the third file's row replaced the first file's two
+    got = sorted(zip(frame.df["event"].to_list(), frame.df["avg_wait_ms"].to_list(),
+                     strict=True))
+    assert got == [("db file sequential read", 1.0), ("log file sync", 2.0)]
+    # One file: every row kept, duplicates within it too.
+    frame, dropped = latest_waits([first])
+    assert len(frame) == 3
+    assert dropped == [0]
