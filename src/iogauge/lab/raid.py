@@ -19,7 +19,11 @@ a member are merged); it completes when the slowest member has. A RAID-5 write, 
 
 Members are :class:`~iogauge.lab.hdd.HddModel` instances, each serving its commands in the
 order the controller issues them (a member busy with an earlier command, or destaging its
-write cache, delays the next one). The controller takes up to ``queue_depth`` host commands
+write cache, delays the next one). The controller issues every member command of a host
+command when it takes it, a RAID-5 write's second phase included: on its members that
+phase keeps its place and waits for the reads, so a later command's read there waits too
+(an in-order controller; members serving in arrival order instead make seed 004's array
+faster than the paper's, see the ``raid5-6x400g`` profile). The controller takes up to ``queue_depth`` host commands
 at once (the dispatcher's ``channels``); commands on different members proceed in parallel.
 
 **Queued members** (member ``ncq_depth`` > 1): each member reorders the commands it holds
