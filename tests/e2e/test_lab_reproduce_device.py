@@ -77,7 +77,7 @@ def test_paper_sec3_on_the_emulated_device(tmp_path: Path) -> None:
     (case,) = data["cases"]
     assert (case["workload"], case["placement"]) == ("backup", "A")
     # The emulated RAID-5 under 10 threads of 128 KB random I/O: a plausible spindle array
-    # (the simulator's same model does ~115 IOPS), saturated when uncapped.
+    # (the simulator's same model does ~80 IOPS), saturated when uncapped.
     assert 40.0 < case["max_iops"] < 250.0
     assert case["max_util_pct"] > 90.0
     assert math.isfinite(case["busy_per_iops_ms"]) and case["busy_per_iops_ms"] > 0

@@ -185,6 +185,11 @@ def _dataclass_from(cls: type[_P], table: dict[str, Any], path: Path, where: str
                 continue
             raise InputFormatError(path, None, f"missing key {where}{n}")
         v = table[n]
+        if f.type in ("str", str):
+            if not isinstance(v, str):
+                raise InputFormatError(path, None, f"{where}{n} must be a string, not {v!r}")
+            kwargs[n] = v
+            continue
         if isinstance(v, bool) or not isinstance(v, int | float):
             raise InputFormatError(path, None, f"{where}{n} must be a number, not {v!r}")
         kwargs[n] = int(v) if f.type in ("int", int) else float(v)

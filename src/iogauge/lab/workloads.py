@@ -247,9 +247,10 @@ def backup(placement: str = "A", *, threads: int = 10, rate_iops: float | None =
     are aligned to the I/O size (128 KiB), so a command covers two 64 KiB stripe units.
     Aligned to 4 KiB instead (three units a command, a write 8 member I/Os instead of 6)
     the backup on seed 004's device comes nearer the paper's rates (paper-sec3 --sim, seed
-    4, 2026-11-25: 93/83/67 IOPS on A/B/A+B against 115/102/85, the paper's 65 on A; file
-    share / backup 2.95x against 2.37x, the paper's 3.68x) but its knees do not move
-    (78/77/81 % against 78/79/81 %), so the alignment is kept.
+    4, 2026-11-25, the controller's read-modify-write reads then in parallel and the
+    members' write-back after 70 ms: 93/83/67 IOPS on A/B/A+B against 115/102/85, the
+    paper's 65 on A; file share / backup 2.95x against 2.37x, the paper's 3.68x) but its
+    knees do not move (78/77/81 % against 78/79/81 %), so the alignment is kept.
     """
     parts = _placements(placement)
     regions: list[Region] = []

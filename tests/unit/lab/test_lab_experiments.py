@@ -18,6 +18,7 @@ from iogauge.lab.experiments import (
     QUICK,
     CaseResult,
     ExperimentError,
+    Sec3Config,
     Sec3Result,
     compare_sec3,
     find_knee,
@@ -108,8 +109,9 @@ def test_the_maximum_at_full_util_is_compared_with_the_best_capped_run() -> None
 
 @pytest.fixture(scope="module")
 def sec3() -> Sec3Result:
-    cfg = dataclasses.replace(QUICK, jobs=2)
-    return paper_sec3("sim", cfg)
+    # The full-length runs, as `iogauge lab reproduce paper-sec3 --sim` makes them: the
+    # quick runs are half as long, and their knees scatter by a point or two more.
+    return paper_sec3("sim", Sec3Config(jobs=2))
 
 
 def test_paper_sec3_reproduces_the_qualitative_findings(sec3: Sec3Result) -> None:
@@ -127,16 +129,10 @@ def test_paper_sec3_reproduces_the_qualitative_findings(sec3: Sec3Result) -> Non
     lo, hi = KNEE_BAND_PCT
     knees = {(name, p): sec3.case(name, p).fit.knee_util_pct
              for name in ("file-share", "backup") for p in ("A", "B", "A+B")}
-    # The file share is linear up to a knee in the paper's band on A and B (the paper: ~90 %).
-    for p in ("A", "B"):
-        k = knees[("file-share", p)]
-        assert k is not None and lo <= round(k) <= hi, (p, k)
-    # The backup's knee: the paper's is 80-85 %; the model's lies 1-3 points below that band
-    # on A and B (78-79 %: a known gap, the profile hdd-7200-400g lists the sweep that
-    # found no way to close it), and above 75 %.
-    for p in ("A", "B", "A+B"):
-        k = knees[("backup", p)]
-        assert k is not None and 75.0 <= k <= hi, (p, k)
+    # Every case is linear up to a knee in the paper's band (seed 004 §3 and §4's footnote:
+    # 80-95 %; the paper: file share ~90/90/95 %, backup 85/80/85 %).
+    for key, k in knees.items():
+        assert k is not None and lo <= round(k) <= hi, (key, k)
     for name in ("file-share", "backup"):
         # Seed 004: A+B's knee is at least A's (file share 95 vs 90 %, backup 85 vs 85 %).
         ab, a = knees[(name, "A+B")], knees[(name, "A")]
@@ -144,24 +140,24 @@ def test_paper_sec3_reproduces_the_qualitative_findings(sec3: Sec3Result) -> Non
     # The file share's knee is above the backup's (paper: ~90 % vs 80-85 %).
     fa, ba = knees[("file-share", "A")], knees[("backup", "A")]
     assert fa is not None and ba is not None and fa > ba
-    # The backup falls off a cliff: "2-3 IOPS more and %util is at 100 %" (seed 004 §4).
+    # Past the backup's knee %util shoots up: "from there, 2-3 IOPS and the IO busy rate
+    # reaches 100 %" (seed 004 §4, on Fig. 4): the first run at 95 %util or more gets at
+    # most 3 IOPS more than the knee's.
     for p in ("A", "B"):
         c = sec3.case("backup", p)
-        capped = sorted((pt.rate_iops, pt.util_pct) for pt in c.points
-                        if pt.rate_iops is not None)
-        at_knee = [cap for cap, u in capped if u == c.fit.knee_util_pct]
-        assert at_knee, p
-        nxt = next((cap, u) for cap, u in capped if cap > at_knee[0])
-        assert nxt[0] - at_knee[0] <= 3 and nxt[1] >= 95.0, (p, at_knee, nxt)
-    # Below the knee busy per IOPS stays put (paper: svctm 5.68 -> 5.72 ms, +0.78 %).
-    c = sec3.case("file-share", "A+B")
-    s1, s2 = c.busy_per_iops_ms_at(80.0), c.busy_per_iops_ms_at(160.0)
-    assert s1 is not None and s2 is not None
-    assert abs(s2 / s1 - 1) < 0.05
+        knee_iops = c.fit.knee_iops
+        assert knee_iops is not None, p
+        wall = min((pt.iops for pt in c.points
+                    if pt.rate_iops is not None and pt.util_pct >= 95.0), default=None)
+        assert wall is not None and wall - knee_iops <= 3.0, (p, knee_iops, wall)
+    # Below the knee busy per IOPS stays put (paper: svctm 5.68 -> 5.72 ms, +0.78 % from 80
+    # to 160 IOPS; compared at the knee where the model tops out below 160).
+    row = next(r for r in sec3.comparisons if r.finding.startswith("file-share@A+B: util/IOPS"))
+    assert row.holds is True, row
 
 
 def test_paper_sec3_is_deterministic_for_its_seed(sec3: Sec3Result) -> None:
-    cfg = dataclasses.replace(QUICK, jobs=1, workloads=("backup",), placements=("B",))
+    cfg = dataclasses.replace(sec3.config, jobs=1, workloads=("backup",), placements=("B",))
     again = paper_sec3("sim", cfg)
     a, b = again.case("backup", "B"), sec3.case("backup", "B")
     assert a.max_iops == b.max_iops

@@ -95,13 +95,13 @@ def test_config_is_checked() -> None:
 
 
 def test_schedule_on_the_model(eval3: PaperEvalResult) -> None:
-    # The model's backup on both partitions, closed loop: 85.75 IOPS (the paper: 44.85), so
-    # the targets are x 1.912: A 5 -> 10, 30 -> 57; B 30 -> 57 (quick: 24 s a minute).
-    assert eval3.capacities["backup"] == pytest.approx(85.75)
-    assert eval3.factors["backup"] == pytest.approx(85.75 / 44.85)
+    # The model's backup on both partitions, closed loop: 56.77 IOPS (the paper: 44.85), so
+    # the targets are x 1.266: A 5 -> 6, 30 -> 38; B 30 -> 38 (quick: 24 s a minute).
+    assert eval3.capacities["backup"] == pytest.approx(56.7667, abs=1e-4)
+    assert eval3.factors["backup"] == pytest.approx(eval3.capacities["backup"] / 44.85)
     assert [(p.a_floor_iops, p.b_demand_iops, p.start_s, p.duration_s)
-            for p in eval3.phases] == [(10, 57, 0.0, 120.0), (57, 57, 120.0, 240.0),
-                                       (10, 57, 360.0, 240.0)]
+            for p in eval3.phases] == [(6, 38, 0.0, 120.0), (38, 38, 120.0, 240.0),
+                                       (6, 38, 360.0, 240.0)]
     for r in eval3.runs:
         assert r.t_end_s == [20.0 * k for k in range(1, 31)]
         assert [p.intervals for p in r.phases] == [6, 12, 12]
@@ -110,13 +110,13 @@ def test_schedule_on_the_model(eval3: PaperEvalResult) -> None:
 def test_paper_update_follows_newx_on_the_runs_own_samples(eval3: PaperEvalResult) -> None:
     r = eval3.run("paper/user/util99")
     (up,) = r.updates
-    assert up.t_s == 240.0 and up.x_before_pct == 95.0
-    k2 = r.t_end_s.index(240.0)
+    assert up.t_s == 340.0 and up.x_before_pct == 95.0
+    k2 = r.t_end_s.index(340.0)
     k1 = k2 - 1  # point 1: the sample that completed 3 saturated samples in the window
-    # The 3 samples at >= 99 % (the variant's threshold) before the update: 140, 180, 220 s.
+    # The 3 samples at >= 99 % (the variant's threshold) before the update: 200, 260, 320 s.
     full = [t for t, u in zip(r.t_end_s[:k2], r.util_pct[:k2], strict=True)
             if round(u, 2) >= 99.0]
-    assert full == [140.0, 180.0, 220.0]
+    assert full == [200.0, 260.0, 320.0]
     assert r.state[k1] == "cut" and r.state[k2] == "update"
     # NewX = X - (c - d)·C·y, y = 0.5 (§4), from iostat-rounded %util and the IOPS of the
     # two samples (every I/O is A's or B's).
@@ -124,9 +124,9 @@ def test_paper_update_follows_newx_on_the_runs_own_samples(eval3: PaperEvalResul
     c = round(r.util_pct[k1], 2) / big_c
     d = round(r.util_pct[k2], 2) / (r.a_iops[k2] + r.b_iops[k2])
     assert up.x_after_pct == pytest.approx(95.0 - (c - d) * big_c * 0.5)
-    assert up.x_after_pct == pytest.approx(83.06, abs=0.01)
+    assert up.x_after_pct == pytest.approx(87.24, abs=0.01)
     # The cut at point 1: B's cap drops to b - 20 % of C.
-    assert r.b_limit_iops[k2] == 15.0
+    assert r.b_limit_iops[k2] == 7.0
     # The strict criterion (iostat's 100.00) saw one saturated sample only: no update.
     strict = eval3.run("paper/kernel")
     assert strict.updates == [] and strict.full_intervals == 1
@@ -135,16 +135,22 @@ def test_paper_update_follows_newx_on_the_runs_own_samples(eval3: PaperEvalResul
 
 def test_guarantee_outcomes(eval3: PaperEvalResult) -> None:
     for r in eval3.runs:
-        # Phases 1 and 3 (A at 10 IOPS, B at 57): A always gets its floor, B its demand.
+        # Phases 1 and 3 (A at 6 IOPS, B at 38): A always gets its floor, B its demand.
         for k in (0, 2):
             assert r.phases[k].a_met_share == 1.0, (r.variant, k)
-            assert r.phases[k].b_iops == pytest.approx(57.0, abs=0.1)
-        # Phase 2 overloads the device (A 57 + B 57 against 85.75): B is cut.
-        assert r.phases[1].b_iops < 40.0
-        assert r.phases[1].a_met_late_share >= 0.8
+            assert r.phases[k].b_iops == pytest.approx(38.0, abs=0.1)
+        # Phase 2 overloads the device (A 38 + B 38 against 56.77): B is cut.
+        assert r.phases[1].b_iops < 25.0
+    # Where X came down (a NewX update at 99 %, the adaptive policy's steps), A gets its
+    # floor in most of phase 2's second half. The strict criterion (iostat's 100.00 in 3 of
+    # 10 samples) saw one saturated sample, so X stayed at 95 %, above this device's knee
+    # (the backup's, 80-89 %): A meets its floor in half of that half only -- why seed 004
+    # lowers X once %util hits 100 (§4).
+    for variant in ("paper/user/util99", "adaptive/kernel"):
+        assert eval3.run(variant).phases[1].a_met_late_share >= 0.8, variant
     kernel = eval3.run("paper/kernel")
-    assert kernel.a_met_late_share == 1.0
-    assert kernel.phases[1].b_iops == pytest.approx(27.95)
+    assert kernel.updates == [] and kernel.phases[1].a_met_late_share == 0.5
+    assert kernel.phases[1].b_iops == pytest.approx(16.6917, abs=1e-4)
     adaptive = eval3.run("adaptive/kernel")
     first = adaptive.lowered[0]
     assert (first.t_s, first.state, first.x_before_pct) == (140.0, "protect", 95.0)
@@ -171,7 +177,7 @@ def test_svctm_drift(eval3: PaperEvalResult) -> None:
     assert s.svctm_ms == pytest.approx(tuple(u * 10 / i for u, i in zip(
         s.util_pct, s.iops, strict=True)))
     assert s.drift_pct == pytest.approx((s.svctm_ms[1] / s.svctm_ms[0] - 1) * 100)
-    assert s.drift_pct == pytest.approx(-4.10, abs=0.01)
+    assert s.drift_pct == pytest.approx(-2.51, abs=0.01)
     row = eval3.comparisons[-1]
     assert row.finding.startswith("svctm") and row.holds is True
     assert "+0.78 %" in row.paper
@@ -191,15 +197,16 @@ def test_table_and_files(eval3: PaperEvalResult, tmp_path: Path) -> None:
     assert up.ours.startswith("1 (") and up.paper == "1" and up.holds is True
     assert rows["paper/kernel: target X updates"].holds is False
     assert rows["paper/user/util99: X after the first update"].ours == (
-        "95 % → 83 % at 240 s")
+        "95 % → 87 % at 340 s")
     assert "87 %" in rows["paper/kernel: X after the first update"].paper
-    assert rows["paper/kernel: A got ≥ 95% of its floor"].holds is True
-    assert rows["paper/kernel: B's IOPS by phase"].ours == "57 / 28 / 57 of 57 / 57 / 57 demanded"
+    assert rows["paper/user/util99: A got ≥ 95% of its floor"].holds is True
+    assert rows["paper/kernel: A got ≥ 95% of its floor"].holds is False  # no update (above)
+    assert rows["paper/kernel: B's IOPS by phase"].ours == "38 / 17 / 38 of 38 / 38 / 38 demanded"
     paths = write_outputs(eval3, tmp_path)
     md = paths[0].read_text()
     assert md.startswith("# paper-eval3: seed 004 §5, evaluation 3: backup A vs backup B")
-    assert "| 2 | 57 | 57 | 120 | 360 | 30 / 30 IOPS, 10 min |" in md
-    assert "240 s update: 95.0 % → 83.1 %" in md
+    assert "| 2 | 38 | 38 | 120 | 360 | 30 / 30 IOPS, 10 min |" in md
+    assert "340 s update: 95.0 % → 87.2 %" in md
     page = paths[1].read_text()
     assert page.count("<svg") == 2 * len(VARIANTS3)
     assert "<script" not in page and not re.search(r"(src|href)=", page)

@@ -3,11 +3,12 @@ seed 004's test device profile."""
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import replace
 
 import pytest
 
-from iogauge.lab.hdd import HddParams
+from iogauge.lab.hdd import HddModel, HddParams
 from iogauge.lab.profiles import build_model, load_profile
 from iogauge.lab.raid import RaidModel, RaidParams
 from iogauge.lab.simulator import simulate
@@ -102,3 +103,59 @@ def test_bad_raid_parameters() -> None:
     with pytest.raises(ValueError, match="needs more"):
         RaidParams(level=5, disks=2, stripe_unit_KiB=64, controller_overhead_ms=0.1,
                    host_link_MBps=200, queue_depth=32)
+    with pytest.raises(ValueError, match="rmw_reads must be one of parallel, serial"):
+        RaidParams(level=5, disks=6, stripe_unit_KiB=64, controller_overhead_ms=0.1,
+                   host_link_MBps=200, queue_depth=32, rmw_reads="sorted")
+
+
+def _rmw_timeline(rmw_reads: str, *, queued: bool, offset: int, size: int
+                  ) -> list[tuple[int, bool, float, float]]:
+    """(member, is_write, start, done) of each member command of one RAID-5 write on an
+    idle array, member write caches off (so every command has a visible duration)."""
+    prof = load_profile("raid5-6x400g")
+    assert isinstance(prof.params, RaidParams) and prof.member is not None
+    member = replace(prof.member, write_cache_KiB=0, read_ahead_KiB=0,
+                     ncq_depth=32 if queued else 1)
+    m = RaidModel(replace(prof.params, rmw_reads=rmw_reads), member)
+    log: list[tuple[int, bool, float, float]] = []
+
+    class Logged(HddModel):
+        def serve(self, is_write: bool, offset: int, size: int, t: float) -> float:
+            done = super().serve(is_write, offset, size, t)
+            log.append((int(self.name.rsplit("d", 1)[1]), is_write, t, done))
+            return done
+
+    m.members = [Logged(d.params, name=d.name) for d in m.members]
+    if queued:
+        from tests.unit.lab.test_lab_ncq import Clock
+
+        clock = Clock()
+        m.bind(clock.at, clock.complete)
+        m.submit("w", True, offset, size, 0.0)
+        clock.run()
+        assert "w" in clock.done
+    else:
+        m.serve(True, offset, size, 0.0)
+    return log
+
+
+@pytest.mark.parametrize("queued", [False, True], ids=["fifo members", "ncq members"])
+@pytest.mark.parametrize("size", [4 * KIB, 128 * KIB])
+def test_serial_rmw_reads_start_one_after_another(queued: bool, size: int) -> None:
+    """rmw_reads = "serial": a partial-stripe write reads its old data and old parity one
+    after another, each once the previous is back; "parallel" issues them at once. The
+    writes start once the last read is back either way."""
+    for mode in ("parallel", "serial"):
+        log = _rmw_timeline(mode, queued=queued, offset=64 * KIB * 5 * 3, size=size)
+        reads = [(s, d) for _m, w, s, d in log if not w]
+        writes = [(s, d) for _m, w, s, d in log if w]
+        # 4 KiB: old data + parity; 128 KiB over two chunks: two old data + parity
+        assert len(reads) == (2 if size == 4 * KIB else 3) and len(writes) == len(reads)
+        starts = sorted(s for s, _d in reads)
+        if mode == "parallel":
+            assert starts[0] == starts[-1]
+        else:
+            for (_s0, d0), (s1, _d1) in itertools.pairwise(sorted(reads)):
+                assert s1 == pytest.approx(d0)
+        last_read = max(d for _s, d in reads)
+        assert all(s == pytest.approx(last_read) for s, _d in writes)
