@@ -690,8 +690,7 @@ APPROXIMATIONS: tuple[str, ...] = (
      "(3 reads a write) far more than the file share (2, and 80 % of its commands are "
      "reads): 230 and 79 IOPS, the file share / backup ratio 2.90 (the paper: 3.68). "
      "The backup then loses more on the inner tracks than the paper's (B / A 81 %, the "
-     "paper: 89 %): each of its serial reads moves 64 KiB at the inner zones' lower "
-     "rate."),
+     "paper: 89 %; 88 % with the reads in parallel)."),
     ("The knee is the paper's proportional-limit busy rate: the last run on the "
      "line (within 2 %). Where the curve falls off a cliff (IOPS on the line, then "
      "%util near 100 % two or three IOPS later, as the paper describes for the "

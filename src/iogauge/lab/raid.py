@@ -30,7 +30,7 @@ of a partial-stripe RAID-5 write: the old data, then the old parity (or the unto
 chunks), each issued once the one before it is back, as a controller that runs the
 read-modify-write as a sequence of steps does. Seed 004's device profile reads that way:
 it is what brings the model's maximum IOPS near the paper's (file share 230 vs 239, backup
-80 vs 65 on A, against 273 and 115 with the reads in parallel) and every knee of §3 into
+79 vs 65 on A, against 273 and 115 with the reads in parallel) and every knee of §3 into
 the paper's 80-95 % band (``iogauge.lab.experiments``).
 
 **Queued members** (member ``ncq_depth`` > 1): each member reorders the commands it holds
