@@ -319,10 +319,10 @@ def import_(
     diskstats files into the store (or JSON / Parquet).
 
     The format is sniffed per file (--format forces one). Rows already in the store with the
-    same source, host, device and time are replaced, so importing a file twice is harmless;
-    so are a later file's rows replacing an earlier file's of the same call (a log and its
-    compressed copy are stored once, with a warning). All files are read before anything is
-    written: one unreadable file stores nothing.
+    same source, host, device and time are replaced, so importing a file twice is harmless,
+    and within one call a later file's rows replace an earlier file's in the same way (a log
+    and its compressed copy are stored once, with a warning). All files are read before
+    anything is written: one unreadable file stores nothing.
 
     Example: `iogauge import /var/log/sa/sa2* --db web1.duckdb`, or
     `iogauge import iostat.log.gz --tz Asia/Tokyo --json | jq .r_await_ms`.
