@@ -9,6 +9,7 @@ import pytest
 from iogauge.errors import InputFormatError
 from iogauge.lab.hdd import HddParams
 from iogauge.lab.profiles import build_model, list_profiles, load_profile
+from iogauge.lab.raid import RaidParams
 
 
 def test_bundled_profiles() -> None:
@@ -45,6 +46,21 @@ def test_rescaled_model_maps_the_whole_stroke_onto_the_device() -> None:
     assert r.capacity_bytes >= 10 * 2**30
 
 
+_RAID = ('kind = "raid"\n[raid]\nlevel = 5\ndisks = 4\nstripe_unit_KiB = 64\n'
+         'controller_overhead_ms = 0\nhost_link_MBps = 400\nqueue_depth = 8\n')
+
+
+def test_raid_rmw_reads_comes_from_the_profile(tmp_path: Path) -> None:
+    f = tmp_path / "r.toml"
+    f.write_text(_RAID + 'rmw_reads = "serial"\n[member]\nprofile = "hdd-7200"\n')
+    prof = load_profile(f)
+    assert isinstance(prof.params, RaidParams) and prof.params.rmw_reads == "serial"
+    f.write_text(_RAID + '[member]\nprofile = "hdd-7200"\n')
+    prof = load_profile(f)
+    assert isinstance(prof.params, RaidParams) and prof.params.rmw_reads == "parallel"
+    assert load_profile("raid5-6x400g").params.rmw_reads == "serial"  # type: ignore[union-attr]
+
+
 @pytest.mark.parametrize(("text", "match"), [
     ('kind = "hdd"\n[hdd]\ncapacity_GB = 1\nrpm = 7200\n', "missing key"),
     ('kind = "tape"\n', "kind 'tape'"),
@@ -56,6 +72,10 @@ def test_rescaled_model_maps_the_whole_stroke_onto_the_device() -> None:
     ('kind = "ssd"\n[ssd]\ncapacity_GB = 1\nchannels = "x"\n', "must be a number"),
     ('kind = "raid"\n[raid]\nlevel = 5\n', "needs a \\[member\\]|missing key"),
     ('kind = = "hdd"\n', "not valid TOML"),
+    (_RAID + 'rmw_reads = 1\n[member]\nprofile = "hdd-7200"\n',
+     r"\[raid\]\.rmw_reads must be a string"),
+    (_RAID + 'rmw_reads = "sorted"\n[member]\nprofile = "hdd-7200"\n',
+     "rmw_reads must be one of parallel, serial, not 'sorted'"),
 ])
 def test_bad_profiles_name_the_problem(tmp_path: Path, text: str, match: str) -> None:
     f = tmp_path / "bad.toml"
