@@ -199,16 +199,15 @@ def _ddl(table: str, columns: Sequence[tuple[str, str, bool]]) -> str:
     return f"CREATE TABLE IF NOT EXISTS {table} ({body})"
 
 
-def _replace_sql(batch: str, *, before_rowid: bool = False, after_rowid: bool = False) -> str:
+def _replace_sql(batch: str, *, before_rowid: bool = False) -> str:
     """DELETE of the stored samples whose key (:data:`SAMPLE_KEY`) a row of ``batch`` has.
 
-    ``after_rowid`` adds ``s.rowid > ?`` and ``before_rowid`` then ``s.rowid <= ?``: only
-    rows in a range of row ids -- those in the table when the transaction began, or those
-    earlier files of the transaction added (see :class:`BulkAppend`).
+    ``before_rowid`` adds ``s.rowid <= ?``: only rows up to a row id -- those in the table
+    when the transaction began, or those earlier files of it added (see
+    :class:`BulkAppend`).
     """
     on = " AND ".join(f"s.{_q(k)} = b.{_q(k)}" for k in SAMPLE_KEY)
-    guard = (" AND s.rowid > ?" if after_rowid else "") + (
-        " AND s.rowid <= ?" if before_rowid else "")
+    guard = " AND s.rowid <= ?" if before_rowid else ""
     return (f"DELETE FROM {SAMPLES_TABLE} s USING (SELECT DISTINCT "
             f"{', '.join(_q(k) for k in SAMPLE_KEY)} FROM {batch}) b WHERE {on}{guard}")
 
@@ -896,10 +895,10 @@ class BulkAppend:
                     con.execute(_replace_sql(_BATCH_VIEW, before_rowid=True),
                                 [self._stored_max_rowid])
                 if self._earlier_max_rowid is not None:
-                    low = -1 if self._stored_max_rowid is None else self._stored_max_rowid
-                    gone = con.execute(_replace_sql(_BATCH_VIEW, before_rowid=True,
-                                                    after_rowid=True),
-                                       [low, self._earlier_max_rowid]).fetchall()
+                    # The stored rows with these keys went just above, so what this takes
+                    # is earlier files' rows only.
+                    gone = con.execute(_replace_sql(_BATCH_VIEW, before_rowid=True),
+                                       [self._earlier_max_rowid]).fetchall()
                     self.replaced_earlier += int(gone[0][0]) if gone else 0
                 con.execute(_INSERT_BATCH_SQL)
         except duckdb.Error as exc:
