@@ -53,13 +53,14 @@ def line_no(path: Path, text: str, nth: int = 0) -> int:
 # ---------------------------------------------------------------------------------------------
 def test_before_shape_and_identity() -> None:
     df, src = parse(BEFORE)
-    # per interval: 12 volumes, LCU 0040 and 0041, SSID 4000, rank 0000 and its pool
-    assert df.height == 34
+    # per interval: 12 volumes, LCU 0040 and 0041, storage group SGDB2, SSID 4000, rank 0000
+    # and its pool
+    assert df.height == 36
     assert sorted(df["ts"].unique().to_list()) == [T1, T2]
     assert set(df["interval_s"]) == {60.0}
     assert set(df["host"]) == {"SYSA"} and set(df["source"]) == {"rmf"}
     kinds = df.filter(pl.col("ts") == T1).group_by("device_kind").len().sort("device_kind")
-    assert kinds.rows() == [("lcu", 3), ("other", 1), ("rank", 1), ("volume", 12)]
+    assert kinds.rows() == [("lcu", 4), ("other", 1), ("rank", 1), ("volume", 12)]
     assert not df["since_boot"].any() and not df["reset"].any()
     assert any("CHANNEL PATH ACTIVITY" in n for n in src.notes)
     assert any("assumed UTC" in n for n in src.notes)
@@ -121,6 +122,176 @@ def test_ess_rank_and_pool() -> None:
     # the second interval's rank line: "... 201.9M  6.4  1894.4 128.0K  236.8M  139.8"
     r2 = one(df, "RANK:0000@ABCD1", T2)
     assert (r2["r_kBps"], r2["w_await_ms"]) == (201.9 * 1024, 139.8)
+
+
+# ---------------------------------------------------------------------------------------------
+# storage groups (the STORAGE GROUP column of the DASD report)
+# ---------------------------------------------------------------------------------------------
+#: The value columns of a DASD line that a storage group's row carries, by position after
+#: "LCU nnnn": ACTIVITY RATE, RESP, IOSQ, (CMR, DB, INT,) PEND, DISC, CONN TIME, (% DEV
+#: CONN,) % DEV UTIL.
+SG_COLUMNS = {0: "iops", 1: "await_ms", 2: "iosq_ms", 6: "pend_ms", 7: "disc_ms", 8: "conn_ms",
+              10: "util_pct"}
+
+
+@pytest.mark.parametrize("path", [BEFORE, AFTER])
+def test_storage_group_row_made_as_rmf_makes_its_lcu_summary_line(path: Path) -> None:
+    """SGDB2 holds exactly the volumes of LCU 0040 in both fixtures, so its computed row,
+    rounded as RMF prints, is the LCU 0040 summary line of every interval: the activity
+    rates summed, the times weighted by activity, % DEV UTIL the volumes' mean."""
+    df, src = parse(path)
+    printed = [line.split()[2:] for line in path.read_text().split("\n")
+               if line.split()[:2] == ["LCU", "0040"]]
+    times = sorted(df["ts"].unique())
+    assert len(printed) == len(times) == 2
+    for ts, values in zip(times, printed, strict=True):
+        sg = one(df, "SG:SGDB2", ts)
+        assert (sg["device_kind"], sg["parent"], sg["source"]) == ("lcu", None, "rmf")
+        for pos, name in SG_COLUMNS.items():
+            token = values[pos]
+            digits = len(token.split(".")[1]) if "." in token else 0
+            assert sg[name] == pytest.approx(float(token), abs=0.5 * 10 ** -digits + 1e-9), (
+                ts, name, token)
+        vols = df.filter((pl.col("ts") == ts) & pl.col("device").is_in(
+            [*DATA_VOLS, "DB2L01", "DB2W01"]))
+        assert sg["iops"] == pytest.approx(vols["iops"].sum())
+    # volumes without a STORAGE GROUP (SYSRES, PAGE01 on LCU 0041) are in no group
+    assert df.filter(pl.col("device").str.starts_with("SG:"))["device"].unique().to_list() == [
+        "SG:SGDB2"]
+    assert ("storage groups computed from their volumes' DASD lines (rows SG:name): SGDB2 "
+            "(10 volumes)") in src.notes
+
+
+def regroup(text: str, lines: dict[str, str]) -> str:
+    """``text`` with the STORAGE GROUP column (the 9 characters after the ASA column) of the
+    DASD lines of the volumes named in ``lines`` set to the group given."""
+    out = []
+    for line in text.split("\n"):
+        fields = line.split()
+        vol = next((v for v in lines if v in fields and fields[-15:] and "*" in line), None)
+        out.append(line if vol is None else line[0] + lines[vol].ljust(9) + line[10:])
+    return "\n".join(out)
+
+
+@pytest.mark.parametrize("by_line", [False, True])
+def test_storage_groups_across_lcus_and_without_activity(
+        monkeypatch: pytest.MonkeyPatch, by_line: bool) -> None:
+    """A group spanning two LCUs (SGDB2 with SYSRES and PAGE01 of LCU 0041 added), and a
+    group whose volumes did no I/O (its times the plain mean), read a run at a time and a
+    line at a time alike."""
+    text = regroup(BEFORE.read_text(), {"DB2L01": "SGLOG", "DB2W01": "SGLOG",
+                                         "SYSRES": "SGDB2", "PAGE01": "SGDB2"})
+    assert " SGLOG    9008  33909" in text and " SGDB2    9100  33909" in text
+    if by_line:
+        _line_by_line(monkeypatch)
+    df, src = parse(BEFORE, text.encode())
+    sg = one(df, "SG:SGDB2", T1)
+    # the 8 data volumes (9952.767/s) and SYSRES (2.350/s, 0.250 ms), PAGE01 (0.117/s,
+    # 0.310 ms): their times weighted by activity, their utilisations averaged
+    data = df.filter((pl.col("ts") == T1) & pl.col("device").is_in(DATA_VOLS))
+    rate = data["iops"].sum() + 2.35 + 0.117
+    assert sg["iops"] == pytest.approx(rate)
+    assert sg["await_ms"] == pytest.approx(
+        ((data["iops"] * data["await_ms"]).sum() + 2.35 * 0.25 + 0.117 * 0.31) / rate)
+    assert sg["util_pct"] == pytest.approx((data["util_pct"].sum() + 0.01 + 0.0) / 10)
+    log = one(df, "SG:SGLOG", T1)
+    # DB2L01 33.333/s .420 ms, 0.25 %; DB2W01 0.500/s .380 ms, 0.00 %
+    assert log["iops"] == pytest.approx(33.833)
+    assert log["await_ms"] == pytest.approx((33.333 * 0.42 + 0.5 * 0.38) / 33.833)
+    assert log["conn_ms"] == pytest.approx((33.333 * 0.3 + 0.5 * 0.25) / 33.833)
+    assert log["util_pct"] == pytest.approx(0.125)
+    assert "SGDB2 (10 volumes), SGLOG (2 volumes)" in src.notes[-1]
+    # no I/O at all on SGLOG: the mean of the times its volumes print
+    idle = regroup(text, {}).replace("33.333 .420", " 0.000 .420").replace(
+        "0.500 .380", "0.000 .380")
+    df, _ = parse(BEFORE, idle.encode())
+    log = one(df, "SG:SGLOG", T1)
+    assert (log["iops"], log["await_ms"], log["disc_ms"]) == (0.0, pytest.approx(0.4),
+                                                             pytest.approx(0.01))
+
+
+def sg_summary(text: str, after: str, line: str) -> str:
+    """``text`` with ``line`` inserted after every DASD line of volume ``after``."""
+    out = []
+    for x in text.split("\n"):
+        out.append(x)
+        if f"  {after}  " in x and x.rstrip().endswith("0.0"):
+            out.append(line)
+    return "\n".join(out)
+
+
+VALUES = "9986.600 1.50 .000 .020 .000 .000 .145 .607 .743  9.29 16.87   0.0   10.0  100.0   0.0"
+
+
+@pytest.mark.parametrize("head", ["SG   SGDB2", "SGDB2", "STORAGE GROUP SGDB2"])
+@pytest.mark.parametrize("by_line", [False, True])
+def test_storage_group_summary_lines_are_recognised_not_read(
+        monkeypatch: pytest.MonkeyPatch, head: str, by_line: bool) -> None:
+    """A report sorted by storage group has a total line after each group, in a layout IBM
+    does not document: one that names the group of the lines above it before the values is
+    recognised and left out (the group's row is computed), with a note -- not refused."""
+    data = sg_summary(BEFORE.read_text(), "DB2W01", f"{head:>44}  {VALUES}").encode()
+    if by_line:
+        _line_by_line(monkeypatch)
+    df, src = parse(BEFORE, data)
+    assert df.equals(FULL)
+    assert src.skipped == 0
+    assert any(n.startswith("2 storage-group summary lines (a report sorted by storage group) "
+                            "not read") for n in src.notes)
+
+
+@pytest.mark.parametrize("by_line", [False, True])
+def test_a_storage_group_summary_may_open_the_next_page(
+        monkeypatch: pytest.MonkeyPatch, by_line: bool) -> None:
+    """The total line of the group whose volumes end a page comes first on the next page of
+    the DASD report (its title, header and headings repeated)."""
+    lines = BEFORE.read_text().split("\n")
+    for nth in (1, 0):  # (each interval's page, with its own header)
+        top = [i for i, x in enumerate(lines) if "D I R E C T" in x][nth]
+        headings = next(i for i, x in enumerate(lines[top:], top) if x.split()[:1] == ["GROUP"])
+        last = next(i for i, x in enumerate(lines[top:], top) if "  DB2W01  4*" in x)
+        lines[last + 1:last + 1] = [*lines[top:headings + 1], f"{'SG   SGDB2':>44}  {VALUES}"]
+    data = "\n".join(lines)
+    assert data.count("D I R E C T") == 4
+    if by_line:
+        _line_by_line(monkeypatch)
+    df, src = parse(BEFORE, data.encode())
+    assert df.equals(FULL) and src.skipped == 0
+    assert any(n.startswith("2 storage-group summary lines") for n in src.notes)
+    # (a total of another group than the one above is refused)
+    lines = data.split("\n")
+    first = next(i for i, x in enumerate(lines) if x.split()[:2] == ["SG", "SGDB2"])
+    lines[first] = lines[first].replace("SGDB2", "SGXYZ")
+    with pytest.raises(InputFormatError, match="DASD summary line 'SG SGXYZ'"):
+        parse(BEFORE, "\n".join(lines).encode())
+
+
+def test_other_summary_lines_are_refused_with_their_line() -> None:
+    bad = sg_summary(BEFORE.read_text(), "DB2W01", f"{'SG   SGXYZ':>44}  {VALUES}")
+    with pytest.raises(InputFormatError) as exc:
+        parse(BEFORE, bad.encode())
+    assert exc.value.line_no == line_no(BEFORE, "DB2W01  4*  0040") + 1
+    assert exc.value.reason.startswith("DASD summary line 'SG SGXYZ': only 'LCU nnnn' lines")
+    df, src = parse(BEFORE, bad.encode(), lenient=True)
+    assert src.skipped == 2 and df.equals(FULL)
+
+
+def test_a_dasd_page_closed_by_a_storage_group_summary_is_complete() -> None:
+    """The file ends with a DASD page (one interval): closed by the summary of its last
+    storage group, as by an LCU line, it is whole; cut after a device line, it is not."""
+    text = BEFORE.read_text()
+    lines = text.split("\n")
+    end = lines.index(next(x for x in lines if x.split()[:2] == ["LCU", "0041"]))
+    start = lines.index(next(x for x in lines if "D I R E C T" in x))
+    page = [x for x in lines[start:end] if x.split()[:1] != ["LCU"]]  # (no LCU lines)
+    page = regroup("\n".join(page), {"SYSRES": "SGSYS", "PAGE01": "SGSYS"}).split("\n")
+    whole = [*page, f"{'SG   SGSYS':>44}  {VALUES}", ""]
+    df, src = parse(BEFORE, "\n".join(whole).encode())
+    assert sorted(df["device"].to_list()) == sorted(
+        [*DATA_VOLS, "DB2L01", "DB2W01", "PAGE01", "SYSRES", "SG:SGDB2", "SG:SGSYS"])
+    assert not any("dropped" in n for n in src.notes)
+    cut, src = parse(BEFORE, "\n".join([*page, ""]).encode())
+    assert cut.height == 0 and any("dropped the whole interval" in n for n in src.notes)
 
 
 def test_seed000_conclusion_is_reachable_before_and_after() -> None:
@@ -189,7 +360,7 @@ def test_without_asa_carriage_control() -> None:
 def test_registry_detects_and_imports() -> None:
     result = import_file(BEFORE)
     assert result.format == "rmf" and result.detected
-    assert len(result.frame) == 34 and len(result.waits) == 0
+    assert len(result.frame) == 36 and len(result.waits) == 0
 
 
 # ---------------------------------------------------------------------------------------------
@@ -511,10 +682,10 @@ def test_dasd_lines_parsed_together() -> None:
         "  1294.064 1.49 .000 .145 21.76"])
     got = rmf._dasd_parsed(lines, cols)
     assert got["ok"].to_list() == [True, True, True, False, False, False, False]
-    assert got.row(0) == (True, "DB2D01", "volume", "0040", "DB2D01", 1294.064, 1.49, 0.0,
-                          0.145, 21.76)
-    assert got.row(1)[:7] == (True, "SYSRES", "volume", "0041", "SYSRES", 2.35, None)
-    assert got.row(2)[:5] == (True, "LCU:0040", "lcu", "0040", None)
+    assert got.row(0) == (True, "DB2D01", "volume", "0040", "DB2D01", "SGDB2", 1294.064, 1.49,
+                          0.0, 0.145, 21.76)
+    assert got.row(1)[:8] == (True, "SYSRES", "volume", "0041", "SYSRES", None, 2.35, None)
+    assert got.row(2)[:6] == (True, "LCU:0040", "lcu", "0040", None, None)
 
 
 def test_cache_rows_parsed_together() -> None:

@@ -149,7 +149,7 @@ def test_every_device_has_a_section_and_every_chart_its_data() -> None:
     frame, result = _rmf()
     page = render_report(frame, result, title="RMF")
     data = _data(page)
-    assert len(data["devices"]) == len(result.devices) == 17
+    assert len(data["devices"]) == len(result.devices) == 18  # (SG:SGDB2 among them)
     for i, rep in enumerate(result.devices):
         sec = re.search(rf"<section class='device [^']*' id='dev-d{i}' data-dev='{i}' "
                         rf"data-key='([^']*)'", page)
