@@ -492,6 +492,15 @@ def _read_table(text: bytes, header: _Header, header_idx: int, n_rows: int | Non
     try:
         df = _csv(text, header, header_idx, n_rows, wanted, overrides)
         ragged = df[f"column_{last}"].null_count() > df["column_0"].null_count()
+        if ragged and last in columns:
+            # A used counter's cell is null when blank -- relog writes " " in every cell of
+            # a binary log's first sample -- as when the line is cut short: read as text,
+            # only a missing cell is. (Taken for a cut line, every relog file went the line
+            # check's way: 6.1 s instead of ~1.7 s for the 403 MB UTF-16 benchmark file.)
+            tail = _csv(text, header, header_idx, n_rows, [last],
+                        {f"column_{last}": pl.String()})
+            ragged = tail[f"column_{last}"].null_count() > tail["column_0"].null_count()
+            del tail
     except pl.exceptions.NoDataError:
         raise InputFormatError(source.path, None, "no sample lines after the header") from None
     except pl.exceptions.PolarsError:

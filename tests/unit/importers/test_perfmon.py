@@ -389,6 +389,35 @@ def test_a_malformed_sample_line_is_refused_by_number(line: str, why: str, where
     assert df["w_iops"].to_list() == [2 * v for v in kept]
 
 
+@pytest.mark.parametrize("where", ["first", "middle"])
+def test_blank_samples_stay_on_the_fast_path(monkeypatch: pytest.MonkeyPatch,
+                                             where: str) -> None:
+    """relog writes " " in every cell of a binary log's first sample. A blank last cell of a
+    used counter is null as a missing one is, but the line is whole: it is read without the
+    line check (which took 6.1 s instead of ~1.7 s on the 403 MB benchmark file), and a line
+    cut short is still refused."""
+    blank = '"01/01/2024 00:00:01.000"," "," "'
+    rows = ['"01/01/2024 00:00:00.000","1","2"', blank, '"01/01/2024 00:00:02.000","3","6"',
+            '"01/01/2024 00:00:03.000","4","8"']
+    if where == "first":
+        rows = rows[1:]
+    data = (_HEAD3 + "\r\n".join(rows) + "\r\n").encode()
+    want, _ = parse(data)
+    kept = [1.0, 3.0, 4.0] if where == "middle" else [3.0, 4.0]  # (a blank sample: no row)
+    assert want["r_iops"].to_list() == kept
+    assert want["w_iops"].to_list() == [2 * v for v in kept]
+
+    def no_line_check(*_a: object, **_k: object) -> None:
+        raise AssertionError("the lines went to the line check")
+
+    monkeypatch.setattr(perfmon, "_read_checked", no_line_check)
+    got, _ = parse(data)
+    assert got.equals(want)
+    short = data.replace(b'" "," "', b'" "', 1)
+    with pytest.raises(AssertionError, match="line check"):
+        parse(short)
+
+
 def test_bad_timestamp_and_time_going_back() -> None:
     bad_ts = _HEAD + '"2024-01-01 00:00:00","1"\r\n"01/01/2024 00:00:01.000","2"\r\n'
     with pytest.raises(InputFormatError, match="MM/DD/YYYY") as err:
