@@ -1673,12 +1673,7 @@ def _merged(frames: list[pl.DataFrame]) -> pl.DataFrame:
           else frames[0])
     frames.clear()
     n = df.height
-    key = np.zeros(n, dtype=np.int64)
-    for c in ("host", "device"):  # (fewer than 2**31 of each: the product fits in int64)
-        codes = df[c].cast(pl.Categorical).to_physical().to_numpy().astype(np.int64)
-        key = key * (int(codes.max()) + 1) + codes
-    starts, start_code = np.unique(df["_start"].to_physical().to_numpy(), return_inverse=True)
-    _, group = np.unique(key * starts.size + start_code, return_inverse=True)
+    _, group = _groups(df, "device")
     groups = int(group.max()) + 1 if n else 0
     if groups == n:
         return df
@@ -1740,13 +1735,7 @@ def _storage_groups(st: _State, df: pl.DataFrame) -> pl.DataFrame | None:
         return None
     # Groups numbered and summed with numpy (bincount): a polars group_by of these rows
     # took 22 MB more on the benchmark input (100 MB of report), this some 11 MB.
-    key = np.zeros(vols.height, dtype=np.int64)
-    for c in ("host", "_sg"):
-        codes = vols[c].cast(pl.Categorical).to_physical().to_numpy().astype(np.int64)
-        key = key * (int(codes.max()) + 1) + codes
-    starts, start_code = np.unique(vols["_start"].to_physical().to_numpy(), return_inverse=True)
-    _, first, group = np.unique(key * starts.size + start_code, return_index=True,
-                                return_inverse=True)
+    first, group = _groups(vols, "_sg")
 
     def total(values: np.ndarray) -> np.ndarray:
         return np.bincount(group, weights=values, minlength=first.size)
@@ -1789,6 +1778,20 @@ def _storage_groups(st: _State, df: pl.DataFrame) -> pl.DataFrame | None:
         pl.lit("lcu", pl.String()).alias("device_kind"),
         pl.lit(None, pl.String()).alias("parent"), "ts", "interval_s",
         *(c for c in groups.columns if c in SCHEMA and c not in ("host", "ts", "interval_s")))
+
+
+def _groups(df: pl.DataFrame, name: str) -> tuple[np.ndarray, np.ndarray]:
+    """The rows of ``df`` grouped by (host, ``name``, _start): each group's first row, and
+    each row's group number (groups in key order). Numbered with numpy from the key columns'
+    codes (fewer than 2**31 of each: the product fits in int64)."""
+    key = np.zeros(df.height, dtype=np.int64)
+    for c in ("host", name):
+        codes = df[c].cast(pl.Categorical).to_physical().to_numpy().astype(np.int64)
+        key = key * (int(codes.max()) + 1) + codes
+    starts, start_code = np.unique(df["_start"].to_physical().to_numpy(), return_inverse=True)
+    _, first, group = np.unique(key * starts.size + start_code, return_index=True,
+                                return_inverse=True)
+    return first, group
 
 
 def _parents(st: _State, df: pl.DataFrame) -> pl.Series:
