@@ -473,3 +473,44 @@ def run_fio(filename: str, load: FioLoad | Sequence[str], *, runtime_s: float = 
     finally:
         _kill_group(proc)
         output.unlink(missing_ok=True)
+
+
+# ---- the product, as a user runs it ------------------------------------------------------
+
+
+@contextlib.contextmanager
+def iogauge_record(db: Path, devices: Sequence[str], interval_s: float = 1.0
+                   ) -> Iterator[subprocess.Popen[bytes]]:
+    """``iogauge record --db DB DEV...`` in the background; SIGTERM (which flushes) on exit,
+    killed if it does not end, whatever happened inside."""
+    cmd = [str(iogauge_exe()), "record", "--db", str(db), "--interval", str(interval_s),
+           *devices]
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                            stdin=subprocess.DEVNULL, start_new_session=True)
+    try:
+        yield proc
+    finally:
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGTERM)
+            try:
+                proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                _kill_group(proc, grace_s=1.0)
+        err = proc.stderr.read().decode(errors="replace") if proc.stderr else ""
+        if proc.returncode not in (0, -signal.SIGTERM):
+            raise AssertionError(f"iogauge record exited {proc.returncode}: {err[-2000:]}")
+
+
+def iogauge_analyze_json(db: Path, device: str, *extra: str) -> dict[str, object]:
+    """``iogauge analyze --db DB --device DEV --json``: the device's report (a dict)."""
+    import json
+
+    res = subprocess.run([str(iogauge_exe()), "analyze", "--db", str(db), "--device", device,
+                          "--json", *extra], capture_output=True, text=True, check=False,
+                         timeout=300)
+    assert res.returncode == 0, res.stderr[-3000:]
+    doc = json.loads(res.stdout)
+    devs = [d for d in doc["devices"] if d["device"] == device]
+    assert devs, f"{device} not in the analysis: {[d['device'] for d in doc['devices']]}"
+    out: dict[str, object] = devs[0]
+    return out

@@ -38,19 +38,17 @@ import numpy as np
 import numpy.typing as npt
 import polars as pl
 
-from iogauge.analysis.attributes import await_expr, iops_expr, kbps_expr
+from iogauge.analysis.attributes import iops_expr
+from iogauge.analysis.points import F64, Points, device_points
+from iogauge.analysis.service_model import decide
 from iogauge.analysis.types import CapacityEstimate
 
 if TYPE_CHECKING:
     from iogauge.analysis.context import DeviceContext
 
-F64 = npt.NDArray[np.float64]
-
 #: %util at or above which an interval counts as saturated (iostat rounds to 0.01 and a
 #: saturated device shows 99.x-100 %).
 SATURATED_UTIL_PCT = 99.0
-#: Below this an interval counts as idle (one operation a day is 1.2e-5 IO/s).
-MIN_IOPS = 1e-9
 #: Fewest non-idle intervals for a util-vs-IOPS fit.
 MIN_UTIL_POINTS = 3
 #: Fewest non-idle intervals with a response time for a latency knee.
@@ -81,56 +79,20 @@ MIN_LATENCY_MS = 1e-3
 #: Latency knee: the response time at which load "starts to hurt", as a multiple of the
 #: low-load baseline (for an M/M/1 server L = S/(1-rho): twice S at rho = 0.5).
 LATENCY_KNEE_FACTOR = 2.0
+#: Intervals below this share of the peak IOPS are left out of the latency curve.
+MIN_LOAD_SHARE = 0.02
 #: Bins of the IOPS range for the latency curve.
 LATENCY_BINS = 12
 #: The fitted asymptote is trusted only when the observed load reached this share of it
 #: (below, latency barely moved and the asymptote is an extrapolation of noise).
 MIN_RHO_OBSERVED = 0.3
-#: Parallel-device evidence when the device's kind is unknown: a mean queue this long at a
-#: %util this moderate means several requests are served at once (a one-at-a-time device
-#: with 4 requests queued is busy almost all the time unless its arrivals are very bursty).
-PARALLEL_AQU_SZ = 4.0
-PARALLEL_AQU_MAX_UTIL_PCT = 60.0
+#: Coefficient of determination below which the util-vs-IOPS line gives no maximum.
+MIN_FIT_R2 = 0.5
 #: Confidence multiplier when it is unknown whether %util measures capacity.
 UNKNOWN_KIND_FACTOR = 0.7
 #: Relative difference of busy_per_iops between small- and large-request intervals from
 #: which the notes warn that the service time depends on the size mix (seed 004 §4).
 SIZE_DRIFT_REL = 0.15
-
-
-@dataclass
-class _Points:
-    """Non-idle intervals of one device: IOPS, %util, response time, size, weight."""
-
-    iops: F64
-    util: F64
-    await_ms: F64
-    areq_kb: F64
-    weight: F64
-    aqu_sz: F64
-
-
-def _points(dev: DeviceContext) -> _Points:
-    """The device's non-idle intervals (IOPS >= MIN_IOPS) as numpy arrays, NaN = unknown."""
-    cols = ("interval_s", "iops", "r_iops", "w_iops", "d_iops", "util_pct", "await_ms",
-            "r_await_ms", "w_await_ms", "d_await_ms", "kBps", "r_kBps", "w_kBps", "d_kBps",
-            "areq_kB", "aqu_sz")
-    rows = dev.select_rows(*cols)  # only these columns are gathered
-    missing = [c for c in cols if c not in rows.columns]
-    if missing:
-        rows = rows.with_columns([pl.lit(None, dtype=pl.Float64).alias(c) for c in missing])
-    names = ("x", "u", "lat", "sz", "w", "q")
-    df = (rows.lazy()
-          .select(x=iops_expr(), u=pl.col("util_pct"), lat=await_expr(),
-                  sz=pl.coalesce(pl.col("areq_kB"), kbps_expr() / iops_expr()),
-                  w=pl.col("interval_s"), q=pl.col("aqu_sz"))
-          .filter(pl.col("x").is_not_null() & (pl.col("x") >= MIN_IOPS) & pl.col("x").is_finite())
-          .select([pl.col(c).cast(pl.Float64) for c in names])
-          .collect())
-    # One conversion of the whole frame (nulls become NaN in a float matrix).
-    m = df.to_numpy().astype(np.float64, copy=False).reshape(df.height, len(names))
-    arrays = [np.ascontiguousarray(m[:, i]) for i in range(len(names))]
-    return _Points(*arrays)
 
 
 def _current_iops(dev: DeviceContext) -> float | None:
@@ -364,7 +326,7 @@ def _size_drift_note(x: F64, y: F64, sz: F64) -> str | None:
 _MIN_UTIL_PCT = 1e-6
 
 
-def _util_linear(p: _Points, known: bool | None, reason: str) -> CapacityEstimate:
+def _util_linear(p: Points, known: bool | None, reason: str) -> CapacityEstimate:
     ok = np.isfinite(p.util) & (p.util >= _MIN_UTIL_PCT)
     x, y, w = p.iops[ok], np.minimum(p.util[ok], 100.0), p.weight[ok]
     w = np.where(np.isfinite(w) & (w > 0), w, 1.0)
@@ -399,6 +361,17 @@ def _util_linear(p: _Points, known: bool | None, reason: str) -> CapacityEstimat
         n_sat = 0
     est = CapacityEstimate(method="util-linear", reason=reason, busy_per_iops=k, r2=r2,
                            points=n)
+    if r2 is not None and r2 < MIN_FIT_R2:
+        # A line that explains less than half the variation of %util (or less than its
+        # mean does: r2 < 0) carries no maximum and no knee: 100 % / k would be a number
+        # the data never supported.
+        est.confidence = 0.0
+        est.notes = [*notes, (
+            f"%util does not grow in proportion to IOPS here: the line through the origin "
+            f"explains too little (r² {r2:.2f} < {MIN_FIT_R2:g}), so neither a knee nor a "
+            f"maximum is read from it ([Oe] §3's method needs the proportion); observed "
+            f"up to {float(x.max()):,.4g} IOPS at {y_max:.1f} % busy")]
+        return est
     if kn.knee_util is not None:
         est.knee_util_pct = kn.knee_util
         est.knee_iops = kn.knee_util / k
@@ -461,8 +434,12 @@ def _util_linear(p: _Points, known: bool | None, reason: str) -> CapacityEstimat
     return est
 
 
-def _latency_knee(p: _Points, reason: str) -> CapacityEstimate:
+def _latency_knee(p: Points, reason: str) -> CapacityEstimate:
     ok = np.isfinite(p.await_ms) & (p.await_ms >= MIN_LATENCY_MS)
+    if ok.any():
+        # Stragglers near idle (a few background writes between load phases) are another
+        # workload, not this one at low load: they would set the baseline.
+        ok &= p.iops >= MIN_LOAD_SHARE * float(np.max(p.iops[ok]))
     x, lat = p.iops[ok], p.await_ms[ok]
     n = int(x.size)
     if n < MIN_LATENCY_POINTS:
@@ -523,60 +500,38 @@ def _latency_knee(p: _Points, reason: str) -> CapacityEstimate:
     return est
 
 
-def _parallel_evidence(p: _Points) -> str | None:
-    """Why the data itself shows requests served in parallel, or None."""
-    over = np.isfinite(p.util) & (p.util > 100.5)
-    if over.any():
-        return (f"%util above 100 % ({float(p.util[over].max()):.0f} %) in {int(over.sum())} "
-                "interval(s): the source sums busy time over several servers")
-    q = np.isfinite(p.aqu_sz) & np.isfinite(p.util)
-    deep = q & (p.aqu_sz >= PARALLEL_AQU_SZ) & (p.util < PARALLEL_AQU_MAX_UTIL_PCT)
-    if int(deep.sum()) >= max(2, int(0.1 * int(q.sum()))):
-        return (f"{int(deep.sum())} interval(s) with a queue of >= {PARALLEL_AQU_SZ:g} requests "
-                f"at < {PARALLEL_AQU_MAX_UTIL_PCT:g} % util: several requests in service at "
-                "once")
-    return None
-
-
-def estimate(dev: DeviceContext) -> CapacityEstimate:
+def estimate(dev: DeviceContext, points: Points | None = None) -> CapacityEstimate:
     """Capacity and headroom of one device for its observed workload.
 
-    Uses ``dev.rows`` (intervals; idle ones left out) for the fit and ``dev.windows`` for
-    the current load (the busiest window's mean IOPS). The method follows
-    ``dev.util_is_capacity``: True -> ``util-linear``; False -> ``latency-knee``; None
-    (unknown) -> ``util-linear`` with lower confidence, unless the data shows parallel
-    service (%util > 100, or a deep queue at moderate %util). Never raises.
+    Uses the device's non-idle intervals (``points``, gathered here when not given) for the
+    fit and ``dev.windows`` for the current load (the busiest window's mean IOPS). The
+    method follows the device's service model (``dev.service``, decided from the samples
+    with the labels as a prior: ``service_model``): one at a time -> ``util-linear``;
+    parallel -> ``latency-knee``; undetermined -> ``util-linear`` with lower confidence.
+    A source without %util gets the latency knee. Never raises.
     """
-    p = _points(dev)
+    p = device_points(dev) if points is None else points
     current = _current_iops(dev)
-    known = dev.util_is_capacity
+    seq = dev.attributes.seq_pct if dev.attributes is not None else None
+    decision = dev.service or decide(dev.device, dev.kind, dev.info, dev.capability, p, seq)
+    known = decision.util_is_capacity
     has_util = bool(np.isfinite(p.util).any())
-    evidence = _parallel_evidence(p)
-    if known is False or (evidence is not None and (known is None or "above 100" in evidence)):
-        if known is False:
-            if dev.capability is not None and dev.capability.parallel:
-                what = f"profile {dev.capability.profile}"
-            elif dev.info is not None and dev.info.rotational is False:
-                what = f"non-rotational {dev.kind} (queue/rotational = 0: SSD, NVMe, virtual)"
-            else:
-                what = f"{dev.kind} device"
-            why = (f"{what} serves requests in parallel: %util saturates long before the "
-                   "device does (DESIGN §4)")
-        else:
-            why = f"the data shows parallel service ({evidence}): %util is no capacity measure"
+    if known is False:
+        why = (f"{decision.summary}: %util saturates long before the device does "
+               "([sysstat] iostat(1)), so the latency curve decides")
         return _with_headroom(_latency_knee(p, why), current)
     if not has_util:
         why = ("no %util in this source: latency vs throughput instead (a one-at-a-time "
                "device is a single-server queue, the case the M/M/1 curve describes)")
         return _with_headroom(_latency_knee(p, why), current)
     if known:
-        why = "one-at-a-time device (a single spindle): %util measures capacity (seed 004)"
+        why = f"{decision.summary}: %util measures capacity ([Oe] §3)"
     else:
-        why = (f"unknown whether {dev.key} serves requests one at a time (no rotational flag "
-               "or catalog profile): treated as a single spindle, with lower confidence")
+        why = (f"{decision.summary}: treated as one at a time ([Oe] §3), with lower "
+               "confidence")
     est = _util_linear(p, known, why)
     if known is None and est.method == "util-linear":
-        est.notes.append("device type unknown: if it serves requests in parallel (SSD, "
-                         "RAID, cloud volume) %util saturates early and this maximum is "
+        est.notes.append("service model undetermined: if it serves requests in parallel "
+                         "(SSD, RAID, cloud volume) %util saturates early and this maximum is "
                          "too low")
     return _with_headroom(est, current)

@@ -18,6 +18,7 @@ from zoneinfo import ZoneInfo
 
 import polars as pl
 
+from iogauge.analysis.service_model import ServiceDecision, decide
 from iogauge.analysis.types import Attributes, Capability, CapacityEstimate
 from iogauge.analysis.windows import aggregate_windows_by_device, choose_window_s
 from iogauge.errors import IogaugeError
@@ -107,13 +108,16 @@ class DeviceContext:
         attributes, capability, capacity: filled by the engine before rules run.
         synthetic: True for a device the engine aggregated from its parts (a rank from its
             volumes, a disk from its partitions) rather than one the source reported.
+        service: how it serves requests, decided by the engine from the samples
+            (``service_model.decide``); None until then.
     """
 
     def __init__(self, key: str, host: str, device: str, kind: str, parent: str | None,
                  source: str, rows: pl.DataFrame | None = None,
                  windows: pl.DataFrame | None = None, info: DeviceInfo | None = None,
                  attributes: Attributes | None = None, capability: Capability | None = None,
-                 capacity: CapacityEstimate | None = None, synthetic: bool = False, *,
+                 capacity: CapacityEstimate | None = None, synthetic: bool = False,
+                 service: ServiceDecision | None = None, *,
                  frame: pl.DataFrame | None = None, index: pl.Series | None = None) -> None:
         self.key = key
         self.host = host
@@ -130,6 +134,7 @@ class DeviceContext:
         self.capability = capability
         self.capacity = capacity
         self.synthetic = synthetic
+        self.service = service
 
     @property
     def rows(self) -> pl.DataFrame:
@@ -157,23 +162,21 @@ class DeviceContext:
         return (f"DeviceContext(key={self.key!r}, kind={self.kind!r}, "
                 f"parent={self.parent!r}, source={self.source!r})")
 
+    def service_decision(self) -> ServiceDecision:
+        """How this device serves requests (``service_model``): the engine's decision from
+        the samples, or, before it ran (a context built by hand), the labels' alone."""
+        if self.service is not None:
+            return self.service
+        return decide(self.device, self.kind, self.info, self.capability, None, None)
+
     @property
     def util_is_capacity(self) -> bool | None:
-        """Whether %util measures capacity here (one-at-a-time device), None if unknown.
+        """Whether %util measures capacity here (one-at-a-time device), None if undetermined.
 
-        DESIGN §4: on SSD, NVMe, RAID, dm/md and cloud volumes %util reaches 100 % long
-        before the device is saturated. The matched capability profile decides when there
-        is one; else kind and the rotational flag.
+        [sysstat] iostat(1): %util does not reflect the limits of devices serving requests
+        in parallel. Which one a device is comes from :meth:`service_decision`.
         """
-        if self.kind in ("dm", "md", "ram", "loop", "rank", "lcu", "port", "tablespace",
-                         "datafile", "logical_disk"):
-            # logical_disk: a Windows volume may span several physical disks (seed 002).
-            return False
-        if self.capability is not None:
-            return not self.capability.parallel
-        if self.info is not None and self.info.rotational is not None:
-            return self.info.rotational
-        return None
+        return self.service_decision().util_is_capacity
 
     @property
     def start(self) -> datetime | None:

@@ -23,14 +23,17 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from fnmatch import fnmatchcase
 from pathlib import Path
+from typing import NamedTuple
 from zoneinfo import ZoneInfo
 
 import polars as pl
 
 from iogauge.analysis import aggregate, attributes, capacity, catalog
 from iogauge.analysis.context import UTC, AnalysisContext, DeviceContext, LatencyTarget
+from iogauge.analysis.points import device_points
 from iogauge.analysis.rules import Rule, all_rules
 from iogauge.analysis.rules.busy_not_bottleneck import NOT_BOTTLENECK
+from iogauge.analysis.service_model import ServiceDecision, ServiceModel, decide
 from iogauge.analysis.types import (
     SEVERITY_RANK,
     VERDICTS,
@@ -76,6 +79,7 @@ class AnalysisOptions:
         tz: zone for the targets' wall-clock windows.
         strict: a rule that raises stops the analysis (tests); otherwise it is reported in
             the notes and the other rules still run.
+        media: device -> service model given with ``--media`` (beats the samples).
     """
 
     start: datetime | None = None
@@ -87,6 +91,7 @@ class AnalysisOptions:
     window_s: float | None = None
     tz: ZoneInfo = UTC
     strict: bool = False
+    media: Mapping[str, ServiceModel] = field(default_factory=dict)
 
 
 def _select(df: pl.DataFrame, opts: AnalysisOptions) -> pl.DataFrame:
@@ -157,13 +162,46 @@ def build_context(frame: SampleFrame | pl.DataFrame,
         dev.capability = catalog.capability_for(dev, dev.attributes or Attributes(), override,
                                                 cat, infos=infos)
 
-    def _capacity(dev: DeviceContext) -> None:
-        dev.capacity = capacity.estimate(dev)
-
     # Per-device fits are independent: polars and numpy release the GIL while they
     # compute, so a thread per core overlaps one device's Python with another's numbers.
-    _each(_capacity, devs)
+    _each(lambda d: _judge(d, opts, ctx), devs)
+    # A partition is served by its disk: it takes the disk's decision (its own rows are a
+    # share of the disk's load, too little to decide on).
+    for dev in devs:
+        disk = _parent_disk(ctx, dev)
+        if disk is not None and disk.service is not None:
+            dev.service = _as_part_of(disk)
+            dev.capacity = capacity.estimate(dev)
     return ctx
+
+
+def _parent_disk(ctx: AnalysisContext, dev: DeviceContext) -> DeviceContext | None:
+    if dev.kind != "partition" or dev.parent is None:
+        return None
+    key = f"{dev.host}:{dev.parent}" if f"{dev.host}:{dev.parent}" in ctx.devices else dev.parent
+    disk = ctx.devices.get(key)
+    return disk if disk is not None and disk.host == dev.host else None
+
+
+def _as_part_of(disk: DeviceContext) -> ServiceDecision:
+    d = disk.service_decision()
+    return ServiceDecision(d.model, d.decided_by, d.label, list(d.signals), d.conflict,
+                           f"as its disk {disk.device}: {d.summary}")
+
+
+def _judge(dev: DeviceContext, opts: AnalysisOptions, ctx: AnalysisContext) -> None:
+    """Service model, then capacity, of one device (one gathering of its points)."""
+    if _parent_disk(ctx, dev) is not None:
+        return  # decided with its disk, after the disks
+    pts = device_points(dev)
+    override = opts.media.get(dev.key) or opts.media.get(dev.device)
+    seq = dev.attributes.seq_pct if dev.attributes is not None else None
+    dev.service = decide(dev.device, dev.kind, dev.info, dev.capability, pts, seq, override)
+    cap = dev.capability
+    if dev.service.conflict and cap is not None and "--profile" not in cap.matched_by:
+        cap.notes.append(f"the samples contradict this profile's service model: "
+                         f"{dev.service.summary}")
+    dev.capacity = capacity.estimate(dev, pts)
 
 
 def _each(fn: Callable[[DeviceContext], None], devs: Sequence[DeviceContext]) -> None:
@@ -257,13 +295,25 @@ def _worst_windows(dev: DeviceContext) -> list[WindowRef]:
     return out
 
 
-def verdict(dev: DeviceContext, findings: Sequence[Finding]) -> tuple[str, str]:
-    """Step 5: (verdict, reason) for a device from its findings and capacity.
+class Verdict(NamedTuple):
+    """A device's verdict, the sentence behind it, and the evidence that decided it."""
+
+    label: str
+    reason: str
+    basis: str
+
+
+def _finding_basis(f: Finding) -> str:
+    return f"finding {f.rule} ({f.severity}, {f.device or 'host'})"
+
+
+def verdict(dev: DeviceContext, findings: Sequence[Finding]) -> Verdict:
+    """Step 5: the verdict of a device from its findings and capacity.
 
     The worst finding decides: a critical finding about the device's load is a bottleneck;
-    seed 003's "busy, not the bottleneck" (high %util, no %iowait, CPU-bound) wins over a
-    mere busy warning but not over a critical latency finding; warnings about load or
-    headroom under 20 % of max mean "near limit".
+    [Insight-SSD9]'s "busy, not the bottleneck" (high %util, CPU-bound, no I/O stall) wins
+    over a mere busy warning but not over a critical latency finding; warnings about load
+    or headroom under 20 % of max mean "near limit". ``basis`` names the evidence.
     """
     a = dev.attributes or Attributes()
     judged = [f for f in findings if f.rule not in CONTEXT_RULES]
@@ -272,33 +322,42 @@ def verdict(dev: DeviceContext, findings: Sequence[Finding]) -> tuple[str, str]:
     not_bn = [f for f in judged if f.rule == "busy_not_bottleneck" and f.severity == "info"
               and NOT_BOTTLENECK in f.title]
     cap = dev.capacity
+    model = dev.service_decision()
     if a.iops_mean is None:
-        return "cannot judge", "no measured interval with I/O counts"
+        return Verdict("cannot judge", "no measured interval with I/O counts", "no data")
     if crit:
-        return "bottleneck", crit[0].title
+        return Verdict("bottleneck", crit[0].title, _finding_basis(crit[0]))
     if not_bn:
-        return "busy, not the bottleneck", not_bn[0].title
+        return Verdict("busy, not the bottleneck", not_bn[0].title, _finding_basis(not_bn[0]))
     if a.iops_mean < IDLE_IOPS and not warn:
-        return "idle", f"{a.iops_mean:.2f} IO/s on average"
+        return Verdict("idle", f"{a.iops_mean:.2f} IO/s on average", "load below 1 IO/s")
     if warn:
-        return "near limit", warn[0].title
+        return Verdict("near limit", warn[0].title, _finding_basis(warn[0]))
     if (cap is not None and cap.headroom_pct is not None and cap.max_iops
             and cap.headroom_pct < NEAR_LIMIT_HEADROOM_PCT and (cap.confidence or 0) >= 0.5):
-        return "near limit", (f"{cap.headroom_pct:.0f} % headroom left: peak "
-                              f"{cap.current_iops:,.0f} of ~{cap.max_iops:,.0f} IO/s "
-                              f"({cap.method})")
+        return Verdict("near limit", (f"{cap.headroom_pct:.0f} % headroom left: peak "
+                                      f"{cap.current_iops:,.0f} of ~{cap.max_iops:,.0f} IO/s "
+                                      f"({cap.method})"),
+                       f"capacity {cap.method} (confidence {cap.confidence:.2f}; service "
+                       f"model {model.short})")
     if a.await_ms is None and a.util_mean_pct is None:
-        return "cannot judge", "the source has neither latency nor busy figures"
+        return Verdict("cannot judge", "the source has neither latency nor busy figures",
+                       "no latency or busy figures")
     parts = []
+    basis = ["no rule found a problem"]
     if a.await_ms is not None:
         parts.append(f"response {a.await_ms:.1f} ms on average")
     if cap is not None and cap.headroom_pct is not None and cap.max_iops:
         parts.append(f"{cap.headroom_pct:.0f} % headroom (~{cap.max_iops:,.0f} IO/s max, "
                      f"{cap.method})")
+        basis.append(f"capacity {cap.method} (service model {model.short})")
     elif dev.capability is not None and dev.capability.used_pct is not None:
         parts.append(f"{dev.capability.used_pct:.0f} % of {dev.capability.title} capability "
                      "for this mix")
-    return "healthy", "; ".join(parts) or "no rule found a problem"
+        basis.append(f"capability {dev.capability.profile}")
+    elif cap is not None and cap.max_iops is None:
+        parts.append(f"no maximum from the data ({cap.method})")
+    return Verdict("healthy", "; ".join(parts) or "no rule found a problem", "; ".join(basis))
 
 
 def _blame_parents(reports: list[DeviceReport], ctx: AnalysisContext) -> None:
@@ -336,11 +395,12 @@ def analyze(frame: SampleFrame | pl.DataFrame,
     reports: list[DeviceReport] = []
     for key, dev in ctx.devices.items():
         fs = by_dev.get(key, [])
-        v, why = verdict(dev, fs)
+        v, why, basis = verdict(dev, fs)
         counts = {s: sum(1 for f in fs if f.severity == s) for s in SEVERITY_RANK}
         reports.append(DeviceReport(
             device=key, host=dev.host, kind=dev.kind, parent=dev.parent, source=dev.source,
-            verdict=v, verdict_reason=why, attributes=dev.attributes or Attributes(),
+            verdict=v, verdict_reason=why, verdict_basis=basis, service=dev.service,
+            attributes=dev.attributes or Attributes(),
             capability=dev.capability, capacity=dev.capacity,
             worst_windows=_worst_windows(dev), finding_count=counts))
     _blame_parents(reports, ctx)

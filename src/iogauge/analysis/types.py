@@ -12,7 +12,10 @@ from __future__ import annotations
 import math
 from dataclasses import asdict, dataclass, field
 from datetime import datetime
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
+
+if TYPE_CHECKING:
+    from iogauge.analysis.service_model import ServiceDecision
 
 Severity = Literal["info", "warning", "critical"]
 SEVERITY_RANK: dict[str, int] = {"info": 0, "warning": 1, "critical": 2}
@@ -294,7 +297,9 @@ class DeviceReport:
     Attributes:
         device: device key (kernel name, or ``host:device`` when several hosts).
         host, kind, parent, source: identity as in the SampleFrame.
-        verdict: one of :data:`VERDICTS`; verdict_reason: the sentence behind it.
+        verdict: one of :data:`VERDICTS`; verdict_reason: the sentence behind it;
+            verdict_basis: the evidence that decided it (a finding, the capacity model).
+        service: how the device serves requests (``service_model``), with its evidence.
         attributes, capability, capacity: see their types (capability None when no
             catalog profile matched).
         worst_windows: the worst windows, by response time then by load.
@@ -313,12 +318,15 @@ class DeviceReport:
     capacity: CapacityEstimate | None
     worst_windows: list[WindowRef] = field(default_factory=list)
     finding_count: dict[str, int] = field(default_factory=dict)
+    verdict_basis: str = ""
+    service: ServiceDecision | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return _clean_dict({
             "device": self.device, "host": self.host, "kind": self.kind,
             "parent": self.parent, "source": self.source, "verdict": self.verdict,
-            "verdict_reason": self.verdict_reason,
+            "verdict_reason": self.verdict_reason, "verdict_basis": self.verdict_basis,
+            "service_model": None if self.service is None else self.service.to_dict(),
             "attributes": self.attributes.to_dict(),
             "capability": None if self.capability is None else self.capability.to_dict(),
             "capacity": None if self.capacity is None else self.capacity.to_dict(),

@@ -69,6 +69,10 @@ def create(
                                   help="Run the FUSE server with real-time priority "
                                        "(SCHED_RR 1) so CPU contention does not delay "
                                        "its replies, as it would not delay a disk's."),
+    label: bool = typer.Option(True, "--label-media/--plain-loop",
+                               help="Set the loop device's queue/rotational to the model's "
+                                    "media (hdd, raid: 1; ssd: 0), or leave a plain loop "
+                                    "device's 0, as over any storage."),
 ) -> None:
     """Create an emulated disk and print its /dev/loopN path (only that, on stdout).
 
@@ -81,7 +85,8 @@ def create(
     with user_errors():
         dev = lab_device.create(model, size or None, backing_dir=backing_dir,
                                 calibrate_timing=calibrate, realtime=realtime,
-                                progress=lambda m: err.print(f"[dim]{m}[/]"))
+                                progress=lambda m: err.print(f"[dim]{m}[/]"),
+                                label_media=label)
         for note in dev.notes:
             warn(note)
         out.print(dev.loop)

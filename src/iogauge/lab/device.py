@@ -543,7 +543,8 @@ def _model_facts(model: str, size_bytes: int | None) -> tuple[int, bool | None]:
 def create(model: str = DEFAULT_MODEL, size: str | int | None = None, *,
            backing_dir: str | Path = DEFAULT_BACKING_DIR, calibrate_timing: bool = True,
            realtime: bool = True, state_root: str | Path = STATE_ROOT,
-           progress: Callable[[str], None] | None = None) -> LabDevice:
+           progress: Callable[[str], None] | None = None,
+           label_media: bool = True) -> LabDevice:
     """Create an emulated device; returns its record (``.loop`` is the ``/dev/loopN`` path).
 
     Args:
@@ -557,6 +558,9 @@ def create(model: str = DEFAULT_MODEL, size: str | int | None = None, *,
             :func:`iogauge.lab.emulated.raise_priority`); False: an ordinary process.
         state_root: where device records live.
         progress: called with one line per step (the CLI prints them to stderr).
+        label_media: set the loop device's ``queue/rotational`` to the model's media; False
+            leaves a plain loop device's 0, as over any storage (the analysis must then
+            tell the media from the samples).
 
     Raises:
         LabError: preconditions missing or any step failed; everything already done has
@@ -602,7 +606,7 @@ def create(model: str = DEFAULT_MODEL, size: str | int | None = None, *,
             dev.save()
             say(f"attached {dev.loop} (direct I/O)")
             _check_direct_io(dev.loop)
-            dev.notes = _tune_queue(dev.loop, rotational)
+            dev.notes = _tune_queue(dev.loop, rotational if label_media else None)
             if calibrate_timing:
                 dev.compensation = calibrate(dev)
                 say("calibrated: reply lead " + ", ".join(

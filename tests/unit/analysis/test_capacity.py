@@ -74,7 +74,7 @@ def test_seed004_shape_knee_slope_and_plateau() -> None:
     x, u = seed004_shape()
     est = capacity.estimate(device(x, u))
     assert est.method == "util-linear"
-    assert "one-at-a-time" in est.reason
+    assert "serves one request at a time" in est.reason
     assert est.busy_per_iops == pytest.approx(0.5, rel=1e-9)
     assert est.knee_util_pct == pytest.approx(85.0, abs=1e-9)
     assert est.knee_iops == pytest.approx(170.0, rel=1e-9)
@@ -186,9 +186,10 @@ def test_unknown_kind_is_util_linear_with_lower_confidence() -> None:
     known = capacity.estimate(device(x, x * 0.5))
     unknown = capacity.estimate(device(x, x * 0.5, rotational=None))
     assert unknown.method == "util-linear" and "unknown whether" in unknown.reason
+    assert "treated as one at a time" in unknown.reason
     assert unknown.max_iops == known.max_iops
     assert unknown.confidence == pytest.approx(0.7 * (known.confidence or 0.0))
-    assert any("device type unknown" in n for n in unknown.notes)
+    assert any("service model undetermined" in n for n in unknown.notes)
 
 
 def test_catalog_profile_decides_the_method() -> None:
@@ -198,7 +199,8 @@ def test_catalog_profile_decides_the_method() -> None:
                                 parallel=True)
     est = capacity.estimate(dev)
     assert est.method == "none"                      # flat latency: no knee to find
-    assert "profile nvme-generic serves requests in parallel" in est.reason
+    assert "serves requests in parallel, from the labels: catalog profile nvme-generic" \
+        in est.reason
     assert "did not climb" in est.reason
 
 
@@ -228,7 +230,7 @@ def test_parallel_device_with_flat_latency_has_no_estimate() -> None:
     est = capacity.estimate(device(x, x / 20, await_ms=np.full(40, 0.3), kind="dm",
                                    rotational=None))
     assert est.method == "none"
-    assert "dm device serves requests in parallel" in est.reason
+    assert "serves requests in parallel, from the labels: dm device" in est.reason
     assert "did not climb" in est.reason
     assert est.max_iops is None and est.headroom_iops is None
     assert est.current_iops == pytest.approx(float(np.mean(x[-40:])))
@@ -242,7 +244,8 @@ def test_data_showing_parallel_service() -> None:
     est = capacity.estimate(device(x, np.full(60, 40.0), await_ms=lat,
                                    aqu=np.full(60, 6.0), rotational=None))
     assert est.method == "latency-knee"
-    assert "the data shows parallel service" in est.reason
+    assert "serves requests in parallel, from the data" in est.reason
+    assert ">= 4 requests outstanding at < 60 % busy" in est.reason
     # %util over 100 % (a source summing busy over servers) is parallel even for a
     # device believed rotational.
     over = capacity.estimate(device(x, np.linspace(50, 180, 60), await_ms=lat))
