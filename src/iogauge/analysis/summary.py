@@ -8,12 +8,14 @@ not pull the mean down, see SampleFrame) and the peak interval named. The full v
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from typing import Any
 
 import polars as pl
 
+from iogauge.analysis.service_model import ServiceDecision, decide
 from iogauge.model.device import DeviceInfo
 from iogauge.model.sampleframe import SampleFrame
 
@@ -42,7 +44,10 @@ class DeviceSummary:
         aqu_sz_mean, aqu_sz_peak: mean queue size (Little's law: IOPS x await / 1000).
         areq_kB: mean request size, weighted by IOPS.
         peak_ts: end of the busiest interval (by IOPS).
-        util_is_capacity: True when %util measures capacity (single rotational disk).
+        util_is_capacity: True when %util measures capacity (a device serving one request
+            at a time), None when undetermined.
+        service_model: how the device serves requests and what decided it
+            (``parallel (data)``), when the samples were judged.
         notes: plain-language observations with the numbers behind them.
     """
 
@@ -67,6 +72,7 @@ class DeviceSummary:
     areq_kB: float | None
     peak_ts: datetime | None
     util_is_capacity: bool | None
+    service_model: str | None = None
     notes: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
@@ -76,17 +82,10 @@ class DeviceSummary:
 
 
 def util_is_capacity(kind: str, info: DeviceInfo | None) -> bool | None:
-    """Whether %util measures capacity: only for devices that serve one request at a time.
-
-    DESIGN §4: on SSD/NVMe/RAID %util saturates long before the device does. Rotational
-    single disks (and their partitions) qualify; stacked (dm, md), memory, loop and
-    non-rotational devices do not. None when the device's nature is unknown.
-    """
-    if kind in ("dm", "md", "ram", "loop"):
-        return False
-    if info is None or info.rotational is None:
-        return None
-    return info.rotational
+    """Whether %util measures capacity, from the labels alone (no samples): see
+    :func:`iogauge.analysis.service_model.label_prior`. ``summarize`` takes the decision
+    from the samples when the caller has it."""
+    return decide(info.name if info else "", kind, info, None, None, None).util_is_capacity
 
 
 def _wmean(df: pl.DataFrame, value: str, weight: str) -> float | None:
@@ -101,10 +100,14 @@ def _opt(x: object) -> float | None:
     return None if x is None else float(x)  # type: ignore[arg-type]
 
 
-def summarize(frame: SampleFrame, infos: dict[str, DeviceInfo] | None = None
-              ) -> list[DeviceSummary]:
-    """One :class:`DeviceSummary` per device, busiest first."""
+def summarize(frame: SampleFrame, infos: dict[str, DeviceInfo] | None = None,
+              decisions: Mapping[str, ServiceDecision] | None = None) -> list[DeviceSummary]:
+    """One :class:`DeviceSummary` per device, busiest first.
+
+    ``decisions`` (device -> service model, as ``analyze`` decided it from the samples)
+    says where %util measures capacity; without one a device is judged by its labels."""
     infos = infos or {}
+    decisions = decisions or {}
     df = frame.df.filter(~pl.col("reset") & ~pl.col("since_boot"))
     out: list[DeviceSummary] = []
     for (device,), g in df.group_by(["device"], maintain_order=True):
@@ -135,36 +138,39 @@ def summarize(frame: SampleFrame, infos: dict[str, DeviceInfo] | None = None
             areq_kB=_wmean(g.with_columns(n=pl.col("iops") * pl.col("interval_s")),
                            "areq_kB", "n"),
             peak_ts=None if peak_idx is None else g["ts"][peak_idx],
-            util_is_capacity=util_is_capacity(kind, infos.get(dev)),
+            util_is_capacity=(decisions[dev].util_is_capacity if dev in decisions
+                              else util_is_capacity(kind, infos.get(dev))),
+            service_model=decisions[dev].short if dev in decisions else None,
         )
-        s.notes = _notes(s, infos.get(dev))
+        s.notes = _notes(s, infos.get(dev), decisions.get(dev))
         out.append(s)
     out.sort(key=lambda s: -(s.iops_mean or 0.0))
     return out
 
 
-def _notes(s: DeviceSummary, info: DeviceInfo | None) -> list[str]:
+def _notes(s: DeviceSummary, info: DeviceInfo | None,
+           decision: ServiceDecision | None) -> list[str]:
     notes: list[str] = []
     if s.iops_mean is None:
         return ["no measured interval (only reset or since-boot rows)"]
     if s.iops_mean < IDLE_IOPS:
         notes.append(f"idle: {s.iops_mean:.2f} IO/s on average over {s.span_s:.0f} s")
         return notes
+    if decision is not None:
+        notes.append(decision.summary)
     if s.util_is_capacity is False:
-        why = {"dm": "a device-mapper device", "md": "a software RAID array",
-               "ram": "memory-backed", "loop": "a loop device (its backing store decides)"}
-        reason = why.get(s.kind, "non-rotational (serves requests in parallel)")
-        notes.append(f"%util is not a capacity measure here: {reason}; judge by latency "
-                     "and queue instead")
+        notes.append("%util is not a capacity measure here ([sysstat] iostat(1)): judge by "
+                     "latency and queue instead")
     elif s.util_is_capacity and s.util_peak_pct is not None:
         if s.util_peak_pct >= BUSY_SATURATED_PCT:
             notes.append(f"busy {s.util_peak_pct:.0f} % at peak (>= {BUSY_SATURATED_PCT:.0f} "
-                         "%): a single spindle at its limit; latency climbs from here")
+                         "%): at its limit, one request at a time; latency climbs from here")
         elif s.util_peak_pct >= BUSY_HIGH_PCT:
             notes.append(f"busy {s.util_peak_pct:.0f} % at peak: little headroom left on "
-                         "a single spindle")
+                         "a device serving one request at a time")
     elif s.util_is_capacity is None:
-        notes.append("rotational or not is unknown: %util read with caution")
+        notes.append("one request at a time or in parallel is unknown: %util read with "
+                     "caution")
     if info is not None and info.kind == "partition" and info.parent:
         notes.append(f"partition of {info.parent}: its load adds to the disk's")
     return notes

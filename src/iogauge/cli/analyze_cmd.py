@@ -5,11 +5,15 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 
-from iogauge.cli.common import out, user_errors, warn
+from iogauge.cli.common import MEDIA_HELP, out, user_errors, warn
 from iogauge.cli.inputs import load_inputs, parse_start, parse_time, parse_zone
+
+if TYPE_CHECKING:
+    from iogauge.analysis.service_model import ServiceModel
 
 
 def parse_profiles(texts: list[str] | None) -> dict[str, str]:
@@ -17,6 +21,13 @@ def parse_profiles(texts: list[str] | None) -> dict[str, str]:
     from iogauge.analysis.catalog import parse_profile_overrides
 
     return parse_profile_overrides(texts or [])
+
+
+def parse_media(texts: list[str] | None) -> dict[str, ServiceModel]:
+    """``--media D=MEDIA`` options to {device: service model}."""
+    from iogauge.analysis.service_model import parse_media_overrides
+
+    return parse_media_overrides(tuple(texts or ()))
 
 
 def analyze_cmd(
@@ -34,6 +45,7 @@ def analyze_cmd(
     profile: list[str] = typer.Option(None, "--profile", help="Capability profile for a "
                                       "device, DEVICE=NAME (repeatable), e.g. "
                                       "sdb=hdd-7200; see docs/catalog.md."),
+    media: list[str] = typer.Option(None, "--media", help=MEDIA_HELP),
     catalog: list[Path] = typer.Option(None, "--catalog", help="Extra capability catalog "
                                        "TOML file(s) with your own profiles."),
     target: list[str] = typer.Option(None, "--target", help="Response-time target, "
@@ -75,7 +87,7 @@ def analyze_cmd(
         opts = AnalysisOptions(
             start=parse_time(start, "--from", zone), end=parse_time(end, "--to", zone),
             devices=tuple(device or ()), profiles=parse_profiles(profile),
-            catalog_paths=tuple(catalog or ()),
+            media=parse_media(media), catalog_paths=tuple(catalog or ()),
             targets=tuple(LatencyTarget.parse(t) for t in target or ()),
             window_s=window, tz=zone or UTC)
         inputs = load_inputs(files, db, zone=zone, lenient=lenient,

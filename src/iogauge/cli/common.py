@@ -33,3 +33,9 @@ def user_errors() -> Iterator[None]:
 
 def warn(message: str) -> None:
     err.print(f"[yellow]warning:[/] {message}")
+
+
+#: Help of ``--media`` (analyze, report, diagnose).
+MEDIA_HELP = ("How a device serves requests, DEVICE=hdd|ssd|nvme|raid|one-at-a-time|parallel "
+              "(repeatable), e.g. loop0=hdd: beats what the samples show (by default they "
+              "decide, with the sysfs labels as a prior); see docs/analysis.md.")

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import typer
 
-from iogauge.cli.common import err, out, paced, user_errors, warn
+from iogauge.cli.common import MEDIA_HELP, err, out, paced, user_errors, warn
 
 
 def diagnose(
@@ -21,6 +21,7 @@ def diagnose(
     partitions: bool = typer.Option(False, "--partitions", "-p",
                                     help="Also summarise partitions."),
     as_json: bool = typer.Option(False, "--json", help="Print the summary as JSON."),
+    media: list[str] = typer.Option(None, "--media", help=MEDIA_HELP),
     html_out: Path | None = typer.Option(None, "--html", help="Also write the self-contained "
                                          "interactive HTML report (as `iogauge report`) to "
                                          "this file."),
@@ -40,6 +41,7 @@ def diagnose(
 
     from iogauge.analysis.engine import AnalysisOptions, analyze
     from iogauge.analysis.summary import summarize
+    from iogauge.cli.analyze_cmd import parse_media
     from iogauge.collector.linux import IntervalResult, LinuxCollector, frame_from_results
     from iogauge.reporting.analysis_terminal import print_analysis
     from iogauge.reporting.html_report import render_report, write_report
@@ -68,12 +70,14 @@ def diagnose(
         host = col.host
         frame = frame_from_results(results, host=host)
         infos = col.device_info()
-        summaries = summarize(frame, infos)
         title = f"iogauge diagnosis of {host}"
         # The verdict: the analysis engine on what was just sampled (windows as long as the
-        # run when it is shorter than a minute, so a 10 s diagnosis is one window).
+        # run when it is shorter than a minute, so a 10 s diagnosis is one window). Its
+        # service-model decisions (from the samples) drive the summary's notes and kinds.
         result = analyze(frame, None, infos, AnalysisOptions(
-            window_s=min(60.0, max(interval, duration))))
+            window_s=min(60.0, max(interval, duration)), media=parse_media(media)))
+        summaries = summarize(frame, infos, {d.device: d.service for d in result.devices
+                                             if d.service is not None})
         if as_json:
             doc = {"host": host, "duration_s": duration, "interval_s": interval,
                    "devices": [{**s.to_dict(), "info": infos[s.device].to_dict()

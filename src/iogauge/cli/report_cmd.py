@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 import typer
 from rich.markup import escape
 
-from iogauge.cli.common import err, out, user_errors, warn
+from iogauge.cli.common import MEDIA_HELP, err, out, user_errors, warn
 
 if TYPE_CHECKING:
     import polars as pl
@@ -53,6 +53,7 @@ def report(
                                      "analysed)."),
     profile: list[str] = typer.Option(None, "--profile", help="Capability profile for a "
                                       "device, DEVICE=NAME (repeatable), e.g. sdb=hdd-7200."),
+    media: list[str] = typer.Option(None, "--media", help=MEDIA_HELP),
     target: list[str] = typer.Option(None, "--target", help="Response-time target, DEVICE=MS "
                                      "or DEVICE=MS@HH:MM-HH:MM (repeatable)."),
     tz: str | None = typer.Option(None, "--tz", help="Zone of --from/--to/--target times and "
@@ -81,7 +82,7 @@ def report(
     # imported here: the analysis pulls in the catalog and every rule
     from iogauge.analysis.context import UTC, LatencyTarget
     from iogauge.analysis.engine import AnalysisOptions, analyze
-    from iogauge.cli.analyze_cmd import parse_profiles
+    from iogauge.cli.analyze_cmd import parse_media, parse_profiles
     from iogauge.cli.inputs import load_inputs, parse_time, parse_zone
     from iogauge.model.sampleframe import SampleFrame
     from iogauge.reporting.analysis_terminal import print_analysis
@@ -93,8 +94,8 @@ def report(
         lo, hi = parse_time(start, "--from", zone), parse_time(end, "--to", zone)
         opts = AnalysisOptions(
             start=lo, end=hi, devices=tuple(device or ()), profiles=parse_profiles(profile),
-            targets=tuple(LatencyTarget.parse(t) for t in target or ()), window_s=window,
-            tz=zone or UTC)
+            media=parse_media(media), window_s=window, tz=zone or UTC,
+            targets=tuple(LatencyTarget.parse(t) for t in target or ()))
         inputs = load_inputs(files, db, zone=zone, lenient=lenient)
         for n in inputs.notes:
             warn(n)

@@ -75,12 +75,18 @@ def print_analysis(console: Console, result: AnalysisResult, title: str,
             if d.capability.used_pct is not None:
                 u = CAPABILITY_FORMATS["used_pct"]
                 capab += f" {u.fmt(d.capability.used_pct)} {u.unit} used"
-        table.add_row(d.device, Text(d.verdict, style=VERDICT_STYLE.get(d.verdict, "")),
-                      d.verdict_reason,
+        table.add_row(Text(d.device), Text(d.verdict, style=VERDICT_STYLE.get(d.verdict, "")),
+                      Text(d.verdict_reason),
                       f"{A['iops_mean'].fmt(a.iops_mean)} / {A['iops_peak'].fmt(a.iops_peak)}",
                       A["MBps_mean"].fmt(a.MBps_mean), A["await_ms"].fmt(a.await_ms),
                       A["util_peak_pct"].fmt(a.util_peak_pct), head, capab)
     console.print(table)
+    for d in result.devices:
+        if d.service is None or d.verdict in ("idle", "cannot judge"):
+            continue
+        # What decided the verdict, and how the device serves requests (and why we think so).
+        console.print(f"  {d.device}: verdict from {d.verdict_basis}; {d.service.summary}",
+                      markup=False, highlight=False)
     findings = result.findings
     shown = findings if max_findings is None else findings[:max_findings]
     if shown:

@@ -541,6 +541,14 @@ def _device_facts(rep: DeviceReport) -> str:
     if a.intervals:
         attrs.insert(0, ("intervals", _e(f"{a.intervals:,} over {_duration(a.span_s)}")))
     parts = [_kv_table("Workload attributes", attrs)]
+    svc = rep.service
+    if svc is not None:
+        # How the device serves requests, decided from its samples, with every signal.
+        rows = [("model", _e(f"{svc.model} (decided by {svc.decided_by})")),
+                ("why", _e(svc.summary))]
+        rows += [(f"{s.name} ({s.strength})", _e(f"{s.points_to}: {s.text}"))
+                 for s in svc.signals]
+        parts.append(_kv_table("Service model", rows))
     cap = rep.capability
     if cap is not None:
         rows = [("profile", _e(f"{cap.title} ({cap.profile})")),
@@ -648,6 +656,8 @@ def _device_section(i: int, rep: DeviceReport, charts: list[tuple[str, str, str,
             f"<h2>{_e(rep.device)} {_verdict_badge(rep.verdict)}</h2>"
             f"<p class='meta'>{_e(' · '.join(meta))}</p>"
             f"<p class='reason'>{_e(rep.verdict_reason)}</p>"
+            + (f"<p class='meta'>{_e('verdict from ' + rep.verdict_basis)}</p>"
+               if rep.verdict_basis else "") +
             f"{_device_facts(rep)}{worst}{flist}{toolbar}<div class='charts'>{figs}</div>"
             "</section>")
 

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
+from rich.text import Text
 
 from iogauge.analysis.summary import DeviceSummary
 from iogauge.model.device import DeviceInfo
@@ -20,11 +22,11 @@ def summary_table(summaries: list[DeviceSummary], infos: dict[str, DeviceInfo],
         table.add_column(f"{fmt.title}{unit}", justify="right")
     for s in summaries:
         info = infos.get(s.device)
-        kind = s.kind
-        if info is not None and info.rotational is not None and s.kind in ("disk", "partition"):
-            kind += " (hdd)" if info.rotational else " (ssd)"
+        # How it serves requests, as decided from the samples (labels only as a prior).
+        kind = f"{s.kind} ({s.service_model})" if s.service_model else s.kind
         name = s.device if info is None or not info.dm_name else f"{s.device} ({info.dm_name})"
-        table.add_row(name, kind, *(f.fmt(getattr(s, k)) for k, f in SUMMARY_FORMATS.items()))
+        table.add_row(Text(name), Text(kind),
+                      *(f.fmt(getattr(s, k)) for k, f in SUMMARY_FORMATS.items()))
     return table
 
 
@@ -33,4 +35,4 @@ def print_summary(console: Console, summaries: list[DeviceSummary],
     console.print(summary_table(summaries, infos, title))
     for s in summaries:
         for note in s.notes:
-            console.print(f"  [bold]{s.device}[/]: {note}")
+            console.print(f"  [bold]{escape(s.device)}[/]: {escape(note)}")

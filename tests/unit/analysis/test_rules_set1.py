@@ -761,7 +761,8 @@ def test_util_not_capacity_azure_unknown_media() -> None:
     assert f.title == "%util 99.6 % does not mean saturation here (a Windows volume)"
     g = next(f for f in out if f.device == "AZVM-SQL01:2 E:")  # the PhysicalDisk
     assert _ev(g, "util_is_capacity").value == "unknown"
-    assert g.title == "%util 99.6 % does not mean saturation here (media unknown)"
+    assert g.title == ("%util 99.6 % does not mean saturation here (service model "
+                       "undetermined)")
     assert "await_ms" in _metrics(f) and "aqu_sz" in _metrics(f)
 
 

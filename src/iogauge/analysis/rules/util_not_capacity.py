@@ -76,12 +76,15 @@ def _why_not_capacity(dev: DeviceContext, over_full: bool) -> tuple[str, str]:
         return ("%util above 100 %",
                 ("%util went above 100 %, which only a device serving several requests at once "
                  "(or a source that sums busy time over parallel paths) can show."))
-    cap = dev.capability
+    decision = dev.service_decision()
     if dev.util_is_capacity is None:
-        return ("media unknown",
-                ("Whether this device serves one request at a time is unknown (no capability "
-                 "profile matched and no rotational flag): if it is an SSD, NVMe, RAID or "
-                 "cloud volume, %util says nothing about its capacity."))
+        return ("service model undetermined",
+                (f"Whether this device serves one request at a time is undetermined "
+                 f"({decision.summary}): if it serves them in parallel (SSD, NVMe, RAID, "
+                 "cloud volume), %util says nothing about its capacity."))
+    if str(decision.decided_by) != "label":
+        return (f"parallel ({decision.decided_by})", f"This device {decision.summary}.")
+    cap = dev.capability
     if cap is not None and cap.parallel:
         return (f"{cap.title} serves requests in parallel",
                 (f"The matched profile ({cap.title}, {cap.profile}) serves requests in "
@@ -89,15 +92,14 @@ def _why_not_capacity(dev: DeviceContext, over_full: bool) -> tuple[str, str]:
     if dev.kind in ("dm", "md"):
         return (f"{dev.kind} device over other devices",
                 (f"A {dev.kind} device passes requests to the devices under it, which serve "
-                 "them in parallel."))
+                 "them in parallel (its samples did not show otherwise)."))
     if dev.kind in ("rank", "lcu", "port"):
         return (f"{dev.kind} aggregate", f"A {dev.kind} aggregates several devices or paths.")
     if dev.kind == "logical_disk":
         return ("a Windows volume",
-                ("A LogicalDisk is a volume that may span several physical disks (seed 002: "
+                ("A LogicalDisk is a volume that may span several physical disks ([MS-Azure-JP]: "
                  "look at the logical disk first, then the physical ones)."))
-    return ("parallel device",
-            "This device serves requests in parallel (SSD/NVMe or array).")
+    return ("parallel device", f"This device {decision.summary}.")
 
 
 def _high_util(ctx: AnalysisContext, dev: DeviceContext) -> list[Finding]:
