@@ -28,10 +28,12 @@ import pytest
 
 from iogauge.collector.derive import DERIVED_COLUMNS
 from iogauge.collector.linux import (
-    CPU_COLUMNS,
+    HOST_COLUMNS,
     IntervalResult,
     LinuxCollector,
     frame_from_results,
+    parse_pressure,
+    pressure_shares,
 )
 from iogauge.errors import CollectorError
 from iogauge.model.device import DeviceInfo
@@ -97,9 +99,15 @@ class Player:
         """Make the procfs root show step ``index`` exactly (files absent there are removed)."""
         step = self.scenario.steps[index]
         for old in self.proc.iterdir():
-            old.unlink()
+            if old.is_dir():
+                shutil.rmtree(old)
+            else:
+                old.unlink()
         for src in step.dir.iterdir():
-            shutil.copyfile(src, self.proc / src.name)
+            if src.is_dir():  # pressure/io
+                shutil.copytree(src, self.proc / src.name)
+            else:
+                shutil.copyfile(src, self.proc / src.name)
         self._mono, self._wall = step.monotonic, step.wall
         self.index = index
 
@@ -463,6 +471,10 @@ def test_steady_cpu_shares(tmp_path: Path) -> None:
         "cpu_iowait_pct": 8.0,  # 40/500*100
         "cpu_steal_pct": 2.0,  # 10/500*100
         "cpu_idle_pct": 50.0,  # 250/500*100
+        # /proc/pressure/io totals (us): some 1,000,000 -> 1,250,000, full 400,000 ->
+        # 500,000 over 1 s
+        "psi_io_some_pct": 25.0,
+        "psi_io_full_pct": 10.0,
     }, rel=REL)
     # interval 2: 200 0 100 600 80 10 10 0 0 0; total 1000
     assert r2.cpu == pytest.approx({
@@ -472,9 +484,29 @@ def test_steady_cpu_shares(tmp_path: Path) -> None:
         "cpu_iowait_pct": 8.0,  # 80/1000*100
         "cpu_steal_pct": 0.0,
         "cpu_idle_pct": 60.0,  # 600/1000*100
+        "psi_io_some_pct": 0.5,  # 10,000 us of 2 s
+        "psi_io_full_pct": 0.0,
     }, rel=REL)
     frame = frame_from_results([r1, r2], host="h")
     assert frame.df["cpu_iowait_pct"].to_list() == [8.0] * len(r1) + [8.0] * len(r2)
+    assert frame.df["psi_io_some_pct"].to_list() == [25.0] * len(r1) + [0.5] * len(r2)
+
+
+def test_no_pressure_file_gives_null_stall_shares(tmp_path: Path) -> None:
+    """A kernel without PSI (before 4.20, or psi=0): the columns stay null."""
+    r1, _ = Player("wrap32", tmp_path).run()
+    assert r1.cpu["psi_io_some_pct"] is None and r1.cpu["psi_io_full_pct"] is None
+
+
+def test_pressure_parsing() -> None:
+    text = ("some avg10=1.00 avg60=0.50 avg300=0.10 total=123\n"
+            "full avg10=0.00 avg60=0.00 avg300=0.00 total=45\n")
+    assert parse_pressure(text) == (123, 45)
+    assert parse_pressure("some avg10=1.00 total=5\n") is None   # no full line
+    assert pressure_shares((100, 50), (600_100, 50), 2.0) == {
+        "psi_io_some_pct": 30.0, "psi_io_full_pct": 0.0}
+    # a total that went back gives no value, never a negative share
+    assert pressure_shares((100, 50), (50, 60), 1.0)["psi_io_some_pct"] is None
 
 
 def test_steady_metadata(tmp_path: Path) -> None:
@@ -832,7 +864,7 @@ def test_kernel26_old_partition_layout(tmp_path: Path) -> None:
                             "w_iops": 0.0, "w_areq_kB": 0.0,
                             **dict.fromkeys(OLD_PARTITION_NULLS)})
     # no /proc/stat in this tree: CPU unknown, not 0
-    assert r1.cpu == dict.fromkeys(CPU_COLUMNS)
+    assert r1.cpu == dict.fromkeys(HOST_COLUMNS)
     info = player.collector.device_info()
     assert info["hda1"].rotational is None
     assert info["hda1"].model is None

@@ -28,7 +28,7 @@ TIME_WEIGHTED: tuple[str, ...] = (
     "r_merged_ps", "w_merged_ps", "d_merged_ps", "aqu_sz", "util_pct", "queue_wait_pct",
     "queue_wait_len", "active_len", "seq_read_ps", "seq_write_ps", "split_iops",
     "cpu_user_pct", "cpu_nice_pct", "cpu_system_pct", "cpu_iowait_pct", "cpu_steal_pct",
-    "cpu_idle_pct",
+    "cpu_idle_pct", "psi_io_some_pct", "psi_io_full_pct",
 )
 #: Per-operation values -> (weight rate column). Weighted by operations completed.
 OP_WEIGHTED: dict[str, str] = {

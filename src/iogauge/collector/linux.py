@@ -36,6 +36,39 @@ SOURCE = "linux-diskstats"
 
 CPU_COLUMNS: tuple[str, ...] = ("cpu_user_pct", "cpu_nice_pct", "cpu_system_pct",
                                 "cpu_iowait_pct", "cpu_steal_pct", "cpu_idle_pct")
+#: I/O pressure stall shares of the interval (/proc/pressure/io "some" and "full").
+PSI_COLUMNS: tuple[str, ...] = ("psi_io_some_pct", "psi_io_full_pct")
+#: Host context columns the collector fills (the same value on every device's row).
+HOST_COLUMNS: tuple[str, ...] = CPU_COLUMNS + PSI_COLUMNS
+
+
+def parse_pressure(text: str) -> tuple[int, int] | None:
+    """The ``total=`` stall microseconds of the ``some`` and ``full`` lines of a
+    ``/proc/pressure/io`` (PSI, kernel 4.20+: ``Documentation/accounting/psi.rst``), or
+    None when either line is missing. Kernels before 5.13 have no ``full`` line for the
+    CPU file, but the io file always has both."""
+    totals: dict[str, int] = {}
+    for line in text.splitlines():
+        kind, _, rest = line.partition(" ")
+        for field_ in rest.split():
+            key, _, value = field_.partition("=")
+            if key == "total" and value.isdigit():
+                totals[kind] = int(value)
+    if "some" not in totals or "full" not in totals:
+        return None
+    return totals["some"], totals["full"]
+
+
+def pressure_shares(prev: tuple[int, int], cur: tuple[int, int], dt_s: float
+                    ) -> dict[str, float | None]:
+    """Stall shares (%) of an interval from two ``/proc/pressure/io`` totals."""
+    if not dt_s > 0:
+        return dict.fromkeys(PSI_COLUMNS)
+    out: dict[str, float | None] = {}
+    for name, a, b in zip(PSI_COLUMNS, prev, cur, strict=True):
+        # A total that went back (a restarted PSI group, never seen) gives no value.
+        out[name] = None if b < a else min(100.0, (b - a) / (dt_s * 1e6) * 100.0)
+    return out
 
 
 def iso_utc(ts_us: int) -> str:
@@ -55,7 +88,8 @@ class IntervalResult:
         metrics: SampleFrame column -> float64 array (NaN = null).
         reset: bool per row.
         since_boot: True for the since-boot report (counters since boot / uptime).
-        cpu: host CPU shares over the interval (None where /proc/stat was unreadable).
+        cpu: host context over the interval: CPU shares (None where /proc/stat was
+            unreadable) and I/O pressure stall shares (None without /proc/pressure/io).
         messages: what went wrong or changed this sample, for the operator.
     """
 
@@ -113,7 +147,7 @@ def frame_from_results(results: Sequence[IntervalResult], *, host: str,
     }
     for name in DERIVED_COLUMNS:
         cols[name] = np.concatenate([r.metrics[name] for r in results])
-    for name in CPU_COLUMNS:
+    for name in HOST_COLUMNS:
         cols[name] = np.concatenate([
             np.full(len(r), np.nan if r.cpu.get(name) is None else r.cpu[name],
                     dtype=np.float64) for r in results])
@@ -207,6 +241,7 @@ class LinuxCollector:
         self._state: dict[str, _DevState] = {}
         self._vanished: set[str] = set()
         self._cpu_prev: list[int] | None = None
+        self._psi_prev: tuple[int, int] | None = None
         self._primed = False
         self._last_mono: float | None = None  # monotonic time of the previous snapshot
         self._reported_missing: set[str] = set()
@@ -229,6 +264,7 @@ class LinuxCollector:
         """Take the baseline snapshot; returns messages (malformed lines, missing devices)."""
         snap, mono, _ts = self._read()
         self._cpu_prev = self._read_cpu()
+        self._psi_prev = self._read_psi()
         messages = list(snap.problems)
         idx = snap.index()
         for name, i in idx.items():
@@ -269,6 +305,11 @@ class LinuxCollector:
         if cpu_now is not None and self._cpu_prev is not None:
             cpu = cpu_shares(self._cpu_prev, cpu_now)
         self._cpu_prev = cpu_now
+        psi_now = self._read_psi()
+        cpu.update(dict.fromkeys(PSI_COLUMNS))
+        if psi_now is not None and self._psi_prev is not None and self._last_mono is not None:
+            cpu.update(pressure_shares(self._psi_prev, psi_now, mono - self._last_mono))
+        self._psi_prev = psi_now
         messages = list(snap.problems)
         bad_names = snap.bad_names
 
@@ -356,6 +397,12 @@ class LinuxCollector:
         mono = self._monotonic()
         ts_us = round(self._wall() * 1_000_000)
         return parse_text(text.splitlines(), path=str(path)), mono, ts_us
+
+    def _read_psi(self) -> tuple[int, int] | None:
+        try:
+            return parse_pressure((self.procfs_root / "pressure" / "io").read_text())
+        except OSError:  # no PSI (kernel < 4.20, or psi=0 on the command line)
+            return None
 
     def _read_cpu(self) -> list[int] | None:
         try:

@@ -174,6 +174,10 @@ SAMPLE_COLUMNS: tuple[Column, ...] = (
     _m("cpu_iowait_pct", "%", "Host CPU idle with I/O outstanding (iostat %iowait).", "host"),
     _m("cpu_steal_pct", "%", "Host CPU stolen by the hypervisor (iostat %steal).", "host"),
     _m("cpu_idle_pct", "%", "Host CPU idle without I/O outstanding (iostat %idle).", "host"),
+    _m("psi_io_some_pct", "%", "Share of the interval in which some task stalled on I/O "
+       "(/proc/pressure/io some).", "host"),
+    _m("psi_io_full_pct", "%", "Share of the interval in which all non-idle tasks stalled "
+       "on I/O at once (/proc/pressure/io full).", "host"),
 )
 
 SCHEMA: dict[str, pl.DataType] = {c.name: c.dtype for c in SAMPLE_COLUMNS}

@@ -23,6 +23,17 @@ Per window (means over the window), on devices with %util:
   80-95 % proportional-limit busy rate) on a device where %util measures capacity (not
   known to serve requests in parallel; on SSD/NVMe/RAID %util saturates early, DESIGN §4).
 
+Where the data has the kernel's I/O pressure stall information (``psi_io_some_pct``,
+``psi_io_full_pct``: live collection reads ``/proc/pressure/io``), it is used ahead of
+%iowait: it measures directly whether tasks waited for I/O, whatever the CPU count.
+
+* **busy, not the bottleneck** (``info``): tasks stalled on I/O at most :data:`PSI_LOW_PCT`
+  (2 %) of the time -- "88 % busy, but tasks stalled on I/O 0.4 % of the time" answers
+  [Insight-SSD9]'s question directly;
+* **the disk is the bottleneck**: some task stalled at least :data:`PSI_HIGH_PCT` (20 %) of
+  the time (**warning**), every non-idle task at once at least :data:`PSI_FULL_CRITICAL_PCT`
+  (10 %) of the time (**critical**). PSI is host-wide: the explanation says so.
+
 %iowait is averaged over all CPUs: one thread waiting for I/O on an 8-CPU host shows at most
 12.5 %, so a low %iowait on a large host does not clear the disk by itself — the rule also
 needs high %user for "not the bottleneck". Without CPU columns in the data (iostat ``-d``,
@@ -62,6 +73,13 @@ UTIL_CRITICAL_PCT = 90.0
 #: Kinds whose %util mirrors another device's or means nothing (judged there instead).
 SKIP_KINDS = frozenset({"ram", "loop", "tablespace", "datafile", "lcu", "port"})
 CPU_COLUMNS = ("cpu_user_pct", "cpu_iowait_pct")
+PSI_LOW_PCT = 2.0
+PSI_HIGH_PCT = 20.0
+PSI_FULL_CRITICAL_PCT = 10.0
+PSI_COLUMNS = ("psi_io_some_pct", "psi_io_full_pct")
+PSI_SOURCE = ("[Insight-SSD9] (busy, or the bottleneck?); Linux kernel "
+              "Documentation/accounting/psi.rst (/proc/pressure/io: share of time some or all "
+              "non-idle tasks stalled on I/O)")
 SOURCE = ("seed 003 §5.4 (DESIGN.md: iostat %util with %user/%iowait; SELECT 88.2 % util, "
           "0 % iowait, ~90 % user = busy, not the bottleneck; INSERT high %iowait, low "
           "%user = disk bottleneck); seed 004 §5.5 (knee at 80-95 % busy)")
@@ -83,6 +101,8 @@ def _device(ctx: AnalysisContext, dev: DeviceContext) -> list[Finding]:
     w = dev.windows
     util = c(w, "util_pct")
     busy = util >= BUSY_PCT
+    if all(has(w, col) for col in PSI_COLUMNS):
+        return _by_pressure(ctx, dev, busy)
     if not all(has(w, col) for col in CPU_COLUMNS):
         return _no_cpu(ctx, dev, busy)
     user = c(w, "cpu_user_pct") + c(w, "cpu_nice_pct").fill_null(0.0)
@@ -200,3 +220,61 @@ def _no_cpu(ctx: AnalysisContext, dev: DeviceContext, busy: pl.Expr) -> list[Fin
         suggestion=("Collect CPU figures with the disk figures (iostat -x without -d, "
                     "sar -u -d, perfmon Processor counters) and analyse again."),
         source=SOURCE)]
+
+
+def _by_pressure(ctx: AnalysisContext, dev: DeviceContext, busy: pl.Expr) -> list[Finding]:
+    """The verdict from I/O stall shares (PSI) rather than %iowait."""
+    w = dev.windows.with_columns(_some=c(dev.windows, "psi_io_some_pct"),
+                                 _full=c(dev.windows, "psi_io_full_pct"))
+    util = c(w, "util_pct")
+    bn = busy & (pl.col("_some") >= PSI_HIGH_PCT)
+    level = level_expr(critical=bn & (pl.col("_full") >= PSI_FULL_CRITICAL_PCT), warning=bn)
+    found = find_runs(w, level, score=pl.col("_some"), window_s=ctx.window_s)
+    out = [_psi_finding(dev, run, found, stalled=True) for run in found.runs]
+    quiet = busy & (pl.col("_some") <= PSI_LOW_PCT)
+    found_nb = find_runs(w, level_expr(info=quiet), score=util, window_s=ctx.window_s)
+    out += [_psi_finding(dev, run, found_nb, stalled=False) for run in found_nb.runs]
+    return out
+
+
+def _psi_finding(dev: DeviceContext, run: Run, found: Matches, *, stalled: bool) -> Finding:
+    worst = run.worst
+    util, some, full = (float(worst[k]) for k in ("util_pct", "_some", "_full"))
+    evidence = [Evidence("util_pct", util, "%", BUSY_PCT, ">=", "window mean"),
+                Evidence("psi_io_some_pct", some, "%",
+                         PSI_HIGH_PCT if stalled else PSI_LOW_PCT, ">=" if stalled else "<=",
+                         "share of the window some task stalled on I/O (host-wide)"),
+                Evidence("psi_io_full_pct", full, "%",
+                         PSI_FULL_CRITICAL_PCT if stalled else None, ">=" if stalled else "",
+                         "share of the window all non-idle tasks stalled on I/O")]
+    evidence += _cpu_evidence(run)
+    if not stalled:
+        return run_finding(
+            RULE_ID, dev, run, found,
+            title=(f"{dev.key} {NOT_BOTTLENECK}: {fmt_pct(util)} util, but tasks stalled on "
+                   f"I/O {fmt_pct(some)} of the time"),
+            evidence=evidence,
+            explanation=(f"{dev.key} is {fmt_pct(util)} busy, yet the kernel counted tasks "
+                         f"waiting for I/O only {fmt_pct(some)} of the time (PSI, all devices "
+                         "together): nothing waits for this disk. [Insight-SSD9] asked this "
+                         "of an 88 % busy disk under a CPU-bound SELECT; the stall share "
+                         "answers it directly, where %iowait is only a hint on a multi-core "
+                         "host."),
+            suggestion=("A faster disk will not speed this up; look at what the tasks wait "
+                        "for instead (CPU, locks, the network). Watch the stall share if the "
+                        "load grows."),
+            source=PSI_SOURCE, severity="info")
+    severity: Severity = "critical" if run.level >= 2 else "warning"
+    return run_finding(
+        RULE_ID, dev, run, found,
+        title=(f"{dev.key} is the bottleneck: {fmt_pct(util)} busy, tasks stalled on I/O "
+               f"{fmt_pct(some)} of the time ({fmt_pct(full)} all at once)"),
+        evidence=evidence,
+        explanation=(f"While {dev.key} was {fmt_pct(util)} busy, some task waited for I/O "
+                     f"{fmt_pct(some)} of the time and every non-idle task at once "
+                     f"{fmt_pct(full)} of it: the work waits for storage. PSI counts stalls "
+                     "on any device of the host: check that this is the busy one."),
+        suggestion=("Reduce or spread the I/O on this device (faster media, more spindles, "
+                    "write batching), or move the busiest data elsewhere; check its response "
+                    "time against its capability."),
+        source=PSI_SOURCE, severity=severity)
