@@ -40,8 +40,8 @@ def test_busy_but_nothing_stalls_is_not_the_bottleneck() -> None:
     with a %user too low for the %iowait rule to say so."""
     verdict, titles = _findings(_frame(88.0, 0.4, 0.0, user=40.0, iowait=3.0))
     assert verdict == "busy, not the bottleneck"
-    assert titles == ["sdb busy, not the bottleneck: 88 % util, but tasks stalled on I/O "
-                      "0.4 % of the time"]
+    assert titles == [("sdb busy, not the bottleneck: 88 % util, but tasks stalled on I/O "
+                      "0.4 % of the time")]
 
 
 def test_stalls_make_it_the_bottleneck_when_iowait_is_hidden() -> None:
