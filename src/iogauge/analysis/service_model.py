@@ -238,6 +238,9 @@ def label_prior(name: str, kind: str, info: DeviceInfo | None,
         return (ServiceModel.UNDETERMINED, Strength.WEAK,
                 ("loop device: its backing file's storage decides, and its rotational flag "
                  "says nothing about it"))
+    if kind == "dm" and info is not None and len(info.slaves) == 1:
+        return (ServiceModel.UNDETERMINED, Strength.WEAK,
+                f"dm device over one device ({info.slaves[0]}): that device's media decides")
     if kind in ("dm", "md"):
         return (ServiceModel.PARALLEL, Strength.WEAK,
                 (f"{kind} device over other devices (over spindles it may still serve one "

@@ -102,9 +102,11 @@ def guarantee(
                                      "keeps at least this many reads and writes per second "
                                      "(default 1)."),
     capacity_model: str | None = typer.Option(None, "--capacity-model", help="auto "
-                                              "(default, from sysfs), util (one spindle: "
-                                              "%util is capacity) or latency (SSD/NVMe/RAID: "
-                                              "latency knee)."),
+                                              "(default: the service model `iogauge "
+                                              "analyze` gives the device's labels), util "
+                                              "(one request at a time: %util is capacity) "
+                                              "or latency (served in parallel: latency "
+                                              "knee); `iogauge analyze --media` terms."),
     capacity_iops: float | None = typer.Option(None, "--capacity-iops", min=0.001,
                                                help="The device's capacity in IOPS if known: "
                                                "starting estimate and up-front floor check."),

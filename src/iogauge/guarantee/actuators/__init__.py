@@ -79,15 +79,19 @@ class BlockDevice:
 
     @property
     def parallel(self) -> bool:
-        """True where %util is not a capacity measure (DESIGN.md §4): non-rotational media
-        (SSD, NVMe), md arrays, dm devices over several members. A single rotational disk,
-        or a dm/loop device of unknown media, counts as one spindle."""
+        """True where %util is not a capacity measure ([sysstat] iostat(1)): the analysis'
+        service model of the disk from its labels (``service_model.decide`` without
+        samples: the controller starts before it has any). Non-rotational media (SSD,
+        NVMe), md arrays and dm devices over several members are parallel; a rotational
+        disk, a loop device, or a dm device over one device of unknown media counts as one
+        spindle. ``--capacity-model`` overrides it."""
+        from iogauge.analysis.service_model import (  # noqa: PLC0415 - polars/numpy only here
+            ServiceModel,
+            decide,
+        )
+
         i = self.info
-        if i.kind == "md":
-            return True
-        if i.kind == "dm" and len(i.slaves) > 1:
-            return True
-        return i.rotational is False and i.kind not in ("loop", "ram")
+        return decide(i.name, i.kind, i, None, None, None).model is ServiceModel.PARALLEL
 
 
 def _name_of_devnum(dev: DevNum, sysfs_root: Path) -> str | None:
