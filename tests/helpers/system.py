@@ -31,6 +31,7 @@ import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -501,16 +502,22 @@ def iogauge_record(db: Path, devices: Sequence[str], interval_s: float = 1.0
             raise AssertionError(f"iogauge record exited {proc.returncode}: {err[-2000:]}")
 
 
-def iogauge_analyze_json(db: Path, device: str, *extra: str) -> dict[str, object]:
-    """``iogauge analyze --db DB --device DEV --json``: the device's report (a dict)."""
+def iogauge_analyze_doc(db: Path, device: str, *extra: str) -> dict[str, Any]:
+    """``iogauge analyze --db DB --device DEV --json``: the whole JSON document."""
     import json
 
     res = subprocess.run([str(iogauge_exe()), "analyze", "--db", str(db), "--device", device,
                           "--json", *extra], capture_output=True, text=True, check=False,
                          timeout=300)
     assert res.returncode == 0, res.stderr[-3000:]
-    doc = json.loads(res.stdout)
+    doc: dict[str, Any] = json.loads(res.stdout)
+    return doc
+
+
+def iogauge_analyze_json(db: Path, device: str, *extra: str) -> dict[str, Any]:
+    """``iogauge analyze --db DB --device DEV --json``: the device's report (a dict)."""
+    doc = iogauge_analyze_doc(db, device, *extra)
     devs = [d for d in doc["devices"] if d["device"] == device]
     assert devs, f"{device} not in the analysis: {[d['device'] for d in doc['devices']]}"
-    out: dict[str, object] = devs[0]
+    out: dict[str, Any] = devs[0]
     return out

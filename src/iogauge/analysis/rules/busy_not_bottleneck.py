@@ -70,8 +70,10 @@ IOWAIT_LOW_PCT = 5.0
 USER_HIGH_PCT = 70.0
 IOWAIT_HIGH_PCT = 20.0
 UTIL_CRITICAL_PCT = 90.0
-#: Kinds whose %util mirrors another device's or means nothing (judged there instead).
-SKIP_KINDS = frozenset({"ram", "loop", "tablespace", "datafile", "lcu", "port"})
+#: Kinds whose %util mirrors another device's or means nothing (judged there instead). A
+#: loop device is judged only when its samples show it serves one request at a time (an
+#: emulated or file-backed spindle): otherwise it mirrors the device under its file.
+SKIP_KINDS = frozenset({"ram", "tablespace", "datafile", "lcu", "port"})
 CPU_COLUMNS = ("cpu_user_pct", "cpu_iowait_pct")
 PSI_LOW_PCT = 2.0
 PSI_HIGH_PCT = 20.0
@@ -90,6 +92,8 @@ def check(ctx: AnalysisContext) -> list[Finding]:
     for dev in ctx.devices.values():
         w = dev.windows
         if dev.kind in SKIP_KINDS or w.height == 0 or not has(w, "util_pct"):
+            continue
+        if dev.kind == "loop" and dev.util_is_capacity is not True:
             continue
         if judged_via_parent(ctx, dev):
             continue
@@ -239,14 +243,19 @@ def _by_pressure(ctx: AnalysisContext, dev: DeviceContext, busy: pl.Expr) -> lis
 
 def _psi_finding(dev: DeviceContext, run: Run, found: Matches, *, stalled: bool) -> Finding:
     worst = run.worst
-    util, some, full = (float(worst[k]) for k in ("util_pct", "_some", "_full"))
+    util, some = float(worst["util_pct"]), float(worst["_some"])
+    # A critical run is critical by its worst "full" window, which need not be the window
+    # of the most "some": quote the run's highest, so the evidence meets its threshold.
+    full = run.max("_full") if stalled else float(worst["_full"])
+    full = 0.0 if full is None else full
     evidence = [Evidence("util_pct", util, "%", BUSY_PCT, ">=", "window mean"),
                 Evidence("psi_io_some_pct", some, "%",
                          PSI_HIGH_PCT if stalled else PSI_LOW_PCT, ">=" if stalled else "<=",
                          "share of the window some task stalled on I/O (host-wide)"),
                 Evidence("psi_io_full_pct", full, "%",
                          PSI_FULL_CRITICAL_PCT if stalled else None, ">=" if stalled else "",
-                         "share of the window all non-idle tasks stalled on I/O")]
+                         ("highest window of the run: " if stalled else "")
+                         + "share of the window all non-idle tasks stalled on I/O")]
     evidence += _cpu_evidence(run)
     if not stalled:
         return run_finding(
