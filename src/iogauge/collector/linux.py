@@ -229,7 +229,7 @@ class LinuxCollector:
         """Take the baseline snapshot; returns messages (malformed lines, missing devices)."""
         snap, mono, _ts = self._read()
         self._cpu_prev = self._read_cpu()
-        messages = list(snap.problems)
+        messages = [*snap.problems, *snap.notes]
         idx = snap.index()
         for name, i in idx.items():
             self._state[name] = self._new_state(snap, i, mono)
@@ -257,7 +257,7 @@ class LinuxCollector:
         keep = [i for i, nm in enumerate(snap.names)
                 if self._reportable(nm, infos[i], snap.values[i])]
         return self._result(ts_us, snap.names, infos, keep, np.full(n, uptime), metrics,
-                            deltas.reset, list(snap.problems), since_boot=True, cpu={})
+                            deltas.reset, [*snap.problems, *snap.notes], since_boot=True, cpu={})
 
     def sample(self) -> IntervalResult:
         """Read a snapshot and derive every device's interval since its previous one."""
@@ -269,7 +269,7 @@ class LinuxCollector:
         if cpu_now is not None and self._cpu_prev is not None:
             cpu = cpu_shares(self._cpu_prev, cpu_now)
         self._cpu_prev = cpu_now
-        messages = list(snap.problems)
+        messages = [*snap.problems, *snap.notes]
         bad_names = snap.bad_names
 
         names = snap.names
