@@ -421,13 +421,18 @@ def _strict_only(df: pl.DataFrame, blocks: Mapping[int, _Block],
     where = dict(df.select("line_no", sect.alias("sect")).filter(
         pl.col("line_no").is_in([n for n, _ in loose if n is not None])).iter_rows())
     kept: list[tuple[int | None, str]] = []
+    skipped: set[int] = set()  # (a line can be both: a bad time and under no header)
     for line_no, reason in loose:
         blk = blocks.get(where.get(line_no) or -1)
         if line_no is not None and blk is not None and blk.kind == "other":
-            carry.other_skipped += 1
-            carry.other_first = min(carry.other_first or line_no, line_no)
+            skipped.add(line_no)
         else:
             kept.append((line_no, reason))
+    if skipped:
+        carry.other_skipped += len(skipped)
+        first = min(skipped)
+        carry.other_first = first if carry.other_first is None else min(carry.other_first,
+                                                                          first)
     return kept
 
 
@@ -753,7 +758,7 @@ def iter_parse(stream: BinaryIO, source: Source, *, chunk_bytes: int = CHUNK_BYT
     carry = _Carry(tail_offset=_tail_offset(stream),
                    tail_path=_compressed(stream, source.path))
     for lines, last, cut in line_frames(stream, chunk_bytes, carry, source.path, read_lines):
-        part = lines
+        part = _uncolored(lines, source)
         del lines
         resume = carry.resume
         at: _Cut | None = None
@@ -794,6 +799,20 @@ def iter_parse(stream: BinaryIO, source: Source, *, chunk_bytes: int = CHUNK_BYT
                                "the sar output has no disk statistics (run sar -d)")
     if not carry.rows:
         raise InputFormatError(source.path, None, "the device section(s) hold no rows")
+
+
+#: An SGR colour sequence (``S_COLORS=always`` [sysstat]: sar colours values and names).
+_SGR_RE = r"\x1b\[[0-9;]*m"
+
+
+def _uncolored(lines: pl.DataFrame, source: Source) -> pl.DataFrame:
+    """``lines`` without the colour sequences of ``S_COLORS=always`` output (sar pads a
+    value before colouring it, so the columns line up again once they are removed)."""
+    coloured = pl.col("line").str.contains("\x1b[", literal=True)
+    if not lines.select(coloured.any()).item():
+        return lines
+    source.note("colour escape sequences (S_COLORS=always) removed")
+    return lines.with_columns(pl.col("line").str.replace_all(_SGR_RE, ""))
 
 
 @dataclass
