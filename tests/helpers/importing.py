@@ -25,6 +25,27 @@ FIXTURE_FORMATS = {
 }
 
 
+#: sysstat's own expected outputs (tests/fixtures/sysstat/<folder>), by format id
+SYSSTAT_FOLDERS = {"iostat": "iostat", "iostat-json": "iostat-json", "sar": "sar",
+                   "sadf": "sadf"}
+
+
+def other_formats_fixtures(fixtures: Path, mine: set[str]) -> list[Path]:
+    """Every fixture file except those of the format folders in ``mine`` (a top folder such
+    as ``sar``, or the same name under ``sysstat/``, whose outputs are split by format)."""
+    out: list[Path] = []
+    for d in sorted(fixtures.iterdir()):
+        if not d.is_dir() or d.name in mine:
+            continue
+        for f in sorted(d.rglob("*")):
+            rel = f.relative_to(d).parts
+            if d.name == "sysstat" and len(rel) > 1 and rel[0] in mine:
+                continue
+            if f.is_file():
+                out.append(f)
+    return out
+
+
 def small_iostat_pieces(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     """Make the iostat importer stream in pieces of a few kB (the fixtures are small), and
     count the SampleFrames it yields, so that a caller is seen to take the streaming path;

@@ -13,7 +13,13 @@ fields      layout
 15          4.18+: the 11 plus discards completed, merged, sectors, ms
 17          5.5+: the 15 plus flushes completed, ms flushing
 18+         a future kernel: the first 17 are used, the rest ignored
+12-14, 16   no kernel's layout, but read as sysstat reads them: the first 11 (12-14) or
+            15 (16) [sysstat] (rd_stats.c read_diskstats_disk: discards only from 15
+            counters on, flushes from 17), with a note
 ==========  ===========================================================================
+
+:func:`used_counters` is the one place that says which counts are read, and how many of
+their counters: the collector, the snapshot importer and its sniffer all ask it.
 
 Counts are ``unsigned long`` (64-bit on 64-bit kernels). The millisecond fields (4, 8, 10,
 11, 15, 17) are printed with ``%u`` from 32-bit values and wrap at 2**32 ms (~49.7 days of
@@ -61,6 +67,7 @@ class DiskstatsSnapshot:
         problems: one message per line that could not be used (file:line: reason).
         bad_names: device names of malformed lines, where the name could be read; the
             collector keeps their previous state rather than calling them vanished.
+        notes: facts about lines that were read (12-14 or 16 counters read as sysstat does).
     """
 
     names: list[str]
@@ -71,6 +78,7 @@ class DiskstatsSnapshot:
     old_layout: npt.NDArray[np.bool_]
     problems: list[str] = field(default_factory=list)
     bad_names: set[str] = field(default_factory=set)
+    notes: list[str] = field(default_factory=list)
 
     def index(self) -> dict[str, int]:
         return {n: i for i, n in enumerate(self.names)}
@@ -79,13 +87,33 @@ class DiskstatsSnapshot:
         return len(self.names)
 
 
+#: Counter counts that are no kernel's layout -> how many of them sysstat reads [sysstat].
+_SYSSTAT_READS: dict[int, int] = {12: 11, 13: 11, 14: 11, 16: 15}
+
+
+def used_counters(n: int) -> int | None:
+    """How many of a line's ``n`` counters are read (see the module table), or None when
+    ``n`` is no layout (the line is refused)."""
+    if n in (4, 11, 15) or n >= N_FIELDS:
+        return min(n, N_FIELDS)
+    return _SYSSTAT_READS.get(n)
+
+
+def partial_layout_note(names: Iterable[str]) -> str:
+    """The note for devices whose lines had 12-14 or 16 counters."""
+    return (f"diskstats: {', '.join(sorted(set(names)))}: 12-14 or 16 counters, which no "
+            "kernel layout has; read as sysstat reads them, the first 11 (or 15 of 16) "
+            "[sysstat]")
+
+
 _U64_MAX = (1 << 64) - 1
 _I64_MAX = (1 << 63) - 1
 
 
 def parse_line(line: str, *, path: str = "/proc/diskstats",
                line_no: int | None = None) -> tuple[int, int, str, list[int], int]:
-    """Parse one diskstats line into (major, minor, name, 17 values, number of fields).
+    """Parse one diskstats line into (major, minor, name, 17 values, number of fields read:
+    :func:`used_counters`).
 
     Raises :class:`InputFormatError` naming path, line and reason when the line is not a
     diskstats line.
@@ -102,7 +130,8 @@ def parse_line(line: str, *, path: str = "/proc/diskstats",
     name = parts[2]
     raw = parts[3:]
     n = len(raw)
-    if n not in (4, 11, 15) and n < 17:
+    used = used_counters(n)
+    if used is None:
         raise InputFormatError(path, line_no, f"device {name}: {n} counters; known layouts "
                                "have 4, 11, 15 or 17+")
     # ASCII digits only: int() would also take '+4', '1_000' and non-ASCII digits, and a
@@ -124,8 +153,8 @@ def parse_line(line: str, *, path: str = "/proc/diskstats",
         for pos, x in zip(OLD_PARTITION_MAP, nums, strict=True):
             vals[pos] = x
         return major, minor, name, vals, 4
-    vals = nums + [0] * (N_FIELDS - len(nums))
-    return major, minor, name, vals, min(n, N_FIELDS)
+    vals = nums[:used] + [0] * (N_FIELDS - used)
+    return major, minor, name, vals, used
 
 
 def parse_text(lines: Iterable[str], *, path: str = "/proc/diskstats",
@@ -143,6 +172,7 @@ def parse_text(lines: Iterable[str], *, path: str = "/proc/diskstats",
     problems: list[str] = []
     bad_names: set[str] = set()
     seen: set[str] = set()
+    partial: list[str] = []
     for line_no, line in enumerate(lines, start=1):
         if not line.strip():
             continue
@@ -163,6 +193,8 @@ def parse_text(lines: Iterable[str], *, path: str = "/proc/diskstats",
             problems.append(msg)
             continue
         seen.add(name)
+        if n < len(line.split()) - 3 < N_FIELDS:
+            partial.append(name)
         names.append(name)
         majors.append(major)
         minors.append(minor)
@@ -181,7 +213,7 @@ def parse_text(lines: Iterable[str], *, path: str = "/proc/diskstats",
             present[old, pos] = True
     return DiskstatsSnapshot(names, np.array(majors, dtype=np.int64),
                              np.array(minors, dtype=np.int64), values, present, old, problems,
-                             bad_names)
+                             bad_names, [partial_layout_note(partial)] if partial else [])
 
 
 def read_diskstats(procfs_root: str | Path = "/proc", *, strict: bool = False

@@ -265,7 +265,7 @@ class LinuxCollector:
         snap, mono, _ts = self._read()
         self._cpu_prev = self._read_cpu()
         self._psi_prev = self._read_psi()
-        messages = list(snap.problems)
+        messages = [*snap.problems, *snap.notes]
         idx = snap.index()
         for name, i in idx.items():
             self._state[name] = self._new_state(snap, i, mono)
@@ -293,7 +293,7 @@ class LinuxCollector:
         keep = [i for i, nm in enumerate(snap.names)
                 if self._reportable(nm, infos[i], snap.values[i])]
         return self._result(ts_us, snap.names, infos, keep, np.full(n, uptime), metrics,
-                            deltas.reset, list(snap.problems), since_boot=True, cpu={})
+                            deltas.reset, [*snap.problems, *snap.notes], since_boot=True, cpu={})
 
     def sample(self) -> IntervalResult:
         """Read a snapshot and derive every device's interval since its previous one."""
@@ -310,7 +310,7 @@ class LinuxCollector:
         if psi_now is not None and self._psi_prev is not None and self._last_mono is not None:
             cpu.update(pressure_shares(self._psi_prev, psi_now, mono - self._last_mono))
         self._psi_prev = psi_now
-        messages = list(snap.problems)
+        messages = [*snap.problems, *snap.notes]
         bad_names = snap.bad_names
 
         names = snap.names

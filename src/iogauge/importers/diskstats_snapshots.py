@@ -66,7 +66,13 @@ import numpy.typing as npt
 import polars as pl
 
 from iogauge.collector.derive import DERIVED_COLUMNS, counter_deltas, derive_metrics
-from iogauge.collector.diskstats import N_FIELDS, OLD_PARTITION_MAP, parse_line
+from iogauge.collector.diskstats import (
+    N_FIELDS,
+    OLD_PARTITION_MAP,
+    parse_line,
+    partial_layout_note,
+    used_counters,
+)
 from iogauge.collector.sysfs import guess_parent, kind_from_name
 from iogauge.errors import InputFormatError
 from iogauge.importers.base import Source
@@ -105,8 +111,7 @@ def sniff(head: str) -> bool:
             continue
         if not _STAT_LINE.match(line):
             return False
-        n = len(line.split()) - 3
-        if n not in (4, 11, 15) and n < 17:
+        if used_counters(len(line.split()) - 3) is None:
             return False
         stats += 1
         if stats >= 3:
@@ -399,7 +404,11 @@ def _stat_table(lines: pl.DataFrame, source: Source,
     lines the collector's parser would refuse are bad lines (added to ``unreadable``)."""
     t = pl.concat([_fields(lines.slice(at, _SPLIT_ROWS))
                    for at in range(0, max(lines.height, 1), _SPLIT_ROWS)])
-    layout_ok = pl.col("n").is_in([4, 11, 15]) | (pl.col("n") >= N_FIELDS)
+    # counters read per line: the collector's rule (12-14 and 16 read as sysstat does)
+    used = pl.when(pl.col("n") >= N_FIELDS).then(N_FIELDS).otherwise(pl.col("n").replace_strict(
+        {k: used_counters(k) for k in range(N_FIELDS)}, default=None, return_dtype=pl.Int64))
+    t = t.with_columns(used.alias("used"))
+    layout_ok = pl.col("used").is_not_null()
     in_range = pl.all_horizontal([
         pl.col(f"f{j}").is_null().and_(pl.col("n") > j).not_()
         & pl.col(f"f{j}").fill_null(0).le(_I64_MAX) for j in range(N_FIELDS)])
@@ -413,6 +422,14 @@ def _stat_table(lines: pl.DataFrame, source: Source,
             unreadable.add((int(snap), str(name)))
         t = t.filter(ok)
     del refused
+    partial = t.filter((pl.col("used") < pl.col("n")) & (pl.col("n") < N_FIELDS))
+    if partial.height:
+        source.note(partial_layout_note(partial["name"].to_list()))
+        t = t.with_columns(
+            [pl.when(pl.col("used") > j).then(pl.col(f"f{j}")).alias(f"f{j}")
+             for j in range(11, N_FIELDS)],
+            n=pl.col("used"))
+    t = t.drop("used")
     dup = t.select(pl.struct("snap", "name").is_first_distinct().not_().alias("d"))["d"]
     if dup.any():
         for line_no, name in t.filter(dup).select("line_no", "name").iter_rows():

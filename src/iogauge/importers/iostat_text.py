@@ -1046,7 +1046,7 @@ def _parse_slow(lay: _Layout, rows: pl.DataFrame, bad: list[tuple[int, str]]) ->
                             pl.col("g").struct.field(str(dev_idx + 1)).alias("device")]
     for idx, _tok, spec in lay.cols:
         tok = pl.col("g").struct.field(str(idx + 1))
-        exprs.append(_human_value(tok, spec).alias(spec.target or ""))
+        exprs.append(human_value(tok, spec).alias(spec.target or ""))
     out = matched.select(exprs)
     if lay.cols:
         failed = out.filter(pl.any_horizontal([pl.col(spec.target or "").is_null()
@@ -2060,7 +2060,7 @@ def _number(tok: pl.Expr) -> pl.Expr:
             .cast(pl.Float64, strict=False))
 
 
-def _human_value(tok: pl.Expr, spec: ColumnSpec) -> pl.Expr:
+def human_value(tok: pl.Expr, spec: ColumnSpec) -> pl.Expr:
     """A value as iostat printed it, in SampleFrame units (see :data:`_SUFFIX_FACTOR`).
 
     A size with a --human suffix is absolute (k = 1 kB, M = 1024 kB), so the column's own

@@ -33,6 +33,12 @@ What the text looks like (sysstat sources: sar.c, pr_stats.c; checked against re
   %util`` (kB); 12.x adds ``dkB/s`` and drops ``svctm``; ``--pretty`` (12.x) moves ``DEV`` to
   the last column. Without ``-p``, sysstat < 12 names devices ``devMAJ-MIN``.
 * Numbers use the locale's decimal separator (``0,35`` under de_DE).
+* ``--human`` (``-h``) prints kB amounts with a unit letter and percentages with ``%``
+  (``7.9k``, ``0.3%``): read with the iostat importer's helper (1 decimal printed).
+* ``sar ... 0`` (statistics since boot) prints every line, headers included, at one time:
+  such a section's rows are kept, flagged ``since_boot``, with a nominal ``interval_s``.
+* A malformed line in a section iogauge does not read (USB devices, network, power,
+  interrupts ...) is skipped and counted in a note; the DEV and CPU sections stay strict.
 
 CPU context: the ``CPU`` section's ``all`` rows (``sar -u``: %user %nice %system %iowait
 %steal %idle; ``sar -u ALL``: %usr %nice %sys %iowait %steal %irq %soft %guest %gnice %idle)
@@ -70,6 +76,7 @@ from iogauge.collector.sysfs import guess_parent, kind_from_name
 from iogauge.errors import InputFormatError
 from iogauge.importers.base import Source
 from iogauge.importers.io import compression_of, decode, encoding_of, is_read_error, open_binary
+from iogauge.importers.iostat_text import UNKNOWN_INTERVAL_S, ColumnSpec, human_value
 from iogauge.importers.unix_sar import LineCarry, line_frames
 from iogauge.model.sampleframe import SampleFrame
 
@@ -120,6 +127,13 @@ CPU_COLUMNS: dict[str, str] = {
     "%idle": "cpu_idle_pct",
 }
 CPU_SYSTEM_PARTS: tuple[str, ...] = ("%sys", "%irq", "%soft")
+
+#: Columns ``sar --human`` (``-h``) prints as kB amounts with a unit letter (``7.9k``,
+#: ``1.2M``: sysstat cprintf_unit, 1024 per step, as iostat --human [sysstat]); percentages
+#: get a ``%`` suffix and counts stay plain.
+HUMAN_SIZE_COLUMNS: frozenset[str] = frozenset({"rkB/s", "wkB/s", "dkB/s", "areq-sz"})
+#: A value as --human prints it: digits then a unit letter or '%'.
+_HUMAN_VALUE_RE = r"\d[%BkKMGTPEZY](?:\s|$)"
 
 #: A DST fall-back repeats at most this much local time; a bigger step back is midnight.
 _MAX_DST_FOLD_S = 3600
@@ -389,6 +403,39 @@ def _classify(lines: pl.DataFrame) -> pl.DataFrame:
     return df.with_columns(grp=boundary.cum_sum())
 
 
+def _strict_only(df: pl.DataFrame, blocks: Mapping[int, _Block],
+                 loose: list[tuple[int | None, str]], carry: _Carry
+                 ) -> list[tuple[int | None, str]]:
+    """The ``loose`` problems that count: those outside the sections iogauge does not read.
+
+    A line is in the section of the last header above it (a blank line or 'Average:' ends
+    a section's rows, not the section a stray line belongs to; a banner or LINUX RESTART
+    does). A malformed line of a USB, network, power, interrupts ... section never fails an
+    import: it is counted in ``carry`` for a note; DEV and CPU sections stay strict."""
+    if not loose:
+        return []
+    k = pl.col("kind")
+    sect = (pl.when(k == "header").then(pl.col("line_no"))
+            .when(k.is_in(["banner", "restart"])).then(pl.lit(0))
+            .otherwise(None).forward_fill())
+    where = dict(df.select("line_no", sect.alias("sect")).filter(
+        pl.col("line_no").is_in([n for n, _ in loose if n is not None])).iter_rows())
+    kept: list[tuple[int | None, str]] = []
+    skipped: set[int] = set()  # (a line can be both: a bad time and under no header)
+    for line_no, reason in loose:
+        blk = blocks.get(where.get(line_no) or -1)
+        if line_no is not None and blk is not None and blk.kind == "other":
+            skipped.add(line_no)
+        else:
+            kept.append((line_no, reason))
+    if skipped:
+        carry.other_skipped += len(skipped)
+        first = min(skipped)
+        carry.other_first = first if carry.other_first is None else min(carry.other_first,
+                                                                          first)
+    return kept
+
+
 def _tokens() -> pl.Expr:
     """The whitespace-separated fields after the time stamp (and its AM/PM)."""
     return pl.col("line").str.extract_all(r"\S+").list.slice(pl.col("n_stamp_tokens"))
@@ -652,6 +699,8 @@ class _Carry(LineCarry):
             section its last sample is in (None: not under a header).
         cpu: the CPU rows of the report read so far (a grouped ``sar -f`` prints a
             stretch's CPU section before its device section).
+        other_skipped, other_first: malformed lines skipped in sections iogauge does not
+            read, and the first of them.
     """
 
     dev: bool = False
@@ -667,6 +716,8 @@ class _Carry(LineCarry):
     host: tuple[int, str] | None = None
     open_header: tuple[int, str] | None = None
     cpu: pl.DataFrame | None = None
+    other_skipped: int = 0
+    other_first: int | None = None
 
 
 @dataclass
@@ -707,7 +758,7 @@ def iter_parse(stream: BinaryIO, source: Source, *, chunk_bytes: int = CHUNK_BYT
     carry = _Carry(tail_offset=_tail_offset(stream),
                    tail_path=_compressed(stream, source.path))
     for lines, last, cut in line_frames(stream, chunk_bytes, carry, source.path, read_lines):
-        part = lines
+        part = _uncolored(lines, source)
         del lines
         resume = carry.resume
         at: _Cut | None = None
@@ -736,6 +787,10 @@ def iter_parse(stream: BinaryIO, source: Source, *, chunk_bytes: int = CHUNK_BYT
     if carry.summaries:
         source.note(f"{carry.summaries} summary line(s) ('Average:') skipped: they average a "
                     "whole stretch and are not intervals")
+    if carry.other_skipped:
+        source.note(f"{carry.other_skipped} malformed line(s) in sections iogauge does not "
+                    f"read (USB, network, power, interrupts ...) skipped, the first at line "
+                    f"{carry.other_first}; the DEV and CPU sections were read in full")
     if carry.restarts:
         source.note(f"{carry.restarts} LINUX RESTART mark(s): the first interval after each "
                     "starts at the header time sar prints after the restart")
@@ -744,6 +799,20 @@ def iter_parse(stream: BinaryIO, source: Source, *, chunk_bytes: int = CHUNK_BYT
                                "the sar output has no disk statistics (run sar -d)")
     if not carry.rows:
         raise InputFormatError(source.path, None, "the device section(s) hold no rows")
+
+
+#: An SGR colour sequence (``S_COLORS=always`` [sysstat]: sar colours values and names).
+_SGR_RE = r"\x1b\[[0-9;]*m"
+
+
+def _uncolored(lines: pl.DataFrame, source: Source) -> pl.DataFrame:
+    """``lines`` without the colour sequences of ``S_COLORS=always`` output (sar pads a
+    value before colouring it, so the columns line up again once they are removed)."""
+    coloured = pl.col("line").str.contains("\x1b[", literal=True)
+    if not lines.select(coloured.any()).item():
+        return lines
+    source.note("colour escape sequences (S_COLORS=always) removed")
+    return lines.with_columns(pl.col("line").str.replace_all(_SGR_RE, ""))
 
 
 @dataclass
@@ -837,13 +906,15 @@ def _parse_piece(lines: pl.DataFrame, source: Source, carry: _Carry, *, cut_off:
     elif first_banner is None:
         raise InputFormatError(source.path, 1, "no 'Linux <kernel> (<host>) <date>' banner: "
                                "not sysstat sar output")
+    # (lines that may lie in a section iogauge does not read: judged once sections are known)
+    loose: list[tuple[int | None, str]] = []
     for rec in df.filter((pl.col("kind") == "unknown")
                          | (pl.col("kind").is_in(["header", "data", "restart"])
                             & pl.col("bad_clock"))).select("line_no", "line", "kind").rows():
         if rec[2] == "unknown":
-            problems.append((rec[0], f"not a sar line: {rec[1][:60]!r}"))
+            loose.append((rec[0], f"not a sar line: {rec[1][:60]!r}"))
         else:
-            problems.append((rec[0], f"invalid time of day in {rec[1][:30]!r}"))
+            loose.append((rec[0], f"invalid time of day in {rec[1][:30]!r}"))
     early = df.filter((pl.col("line_no") < first_banner)
                       & pl.col("kind").is_in(["header", "data", "restart"]))
     problems += [(n, "sar line before the 'Linux ...' banner") for n in early["line_no"]]
@@ -890,8 +961,9 @@ def _parse_piece(lines: pl.DataFrame, source: Source, carry: _Carry, *, cut_off:
     orphans = samples.filter(pl.col("blk").is_null() & (pl.col("line_no") > first_banner))
     # sar prints a new header after every LINUX RESTART (with the time the next rates start
     # from), so a sample without one has no known interval start: refused, never guessed.
-    problems += [(n, ("sample line not under a column header (a blank line, 'Average:' or "
-                     "LINUX RESTART line ended its section)")) for n in orphans["line_no"]]
+    loose += [(n, ("sample line not under a column header (a blank line, 'Average:' or "
+                  "LINUX RESTART line ended its section)")) for n in orphans["line_no"]]
+    problems += _strict_only(df, blocks, loose, carry)
     samples = samples.filter(pl.col("blk").is_not_null())
     read_blks = [b for b, blk in blocks.items() if blk.kind in ("dev", "cpu")]
     data_rows = df.filter((pl.col("kind") == "data") & pl.col("blk").is_in(read_blks))
@@ -1040,8 +1112,12 @@ def _with_intervals(rows: pl.DataFrame, timed: pl.DataFrame,
             .forward_fill().over("blk"))
     rows = rows.with_columns(prev_us=prev).with_columns(
         prev_us=pl.coalesce("prev_us", "hdr_us"))
-    rows = rows.with_columns(
-        interval_s=(pl.col("utc_us") - pl.col("prev_us")).cast(pl.Float64()) / 1e6)
+    # 'sar ... 0' (since boot) prints a section's header and rows at one time: no interval
+    # of its own, so a nominal one, as iostat's since-boot report (sar.c, count 0) [sysstat]
+    boot = (pl.col("utc_us") == pl.col("hdr_us")).all().over("blk")
+    rows = rows.with_columns(since_boot=boot).with_columns(
+        interval_s=pl.when(pl.col("since_boot")).then(pl.lit(UNKNOWN_INTERVAL_S))
+        .otherwise((pl.col("utc_us") - pl.col("prev_us")).cast(pl.Float64()) / 1e6))
     bad = rows.filter(pl.col("interval_s") <= 0)
     for line_no, iv in bad.select("line_no", "interval_s").iter_rows():
         hint = (" - a daylight-saving change? give the zone with --tz"
@@ -1103,8 +1179,9 @@ def _typed_values(rows: pl.DataFrame, columns: Mapping[str, int],
     if rows.height == 0:
         return rows.with_columns([pl.lit(None, pl.Float64()).alias(f"v:{n}") for n in columns])
     comma = decimal_comma(rows["line"])
-    rows = rows.with_columns([to_float(pl.col(f"f{i}"), comma=comma).alias(f"v:{name}")
-                              for name, i in columns.items()])
+    human = bool(rows["line"].head(50).str.contains(_HUMAN_VALUE_RE).any())
+    rows = rows.with_columns([_value(pl.col(f"f{i}"), name, comma=comma, human=human)
+                              .alias(f"v:{name}") for name, i in columns.items()])
     bad_any = pl.any_horizontal([pl.col(f"v:{n}").is_null() for n in columns])
     bad = rows.filter(bad_any)
     for row in bad.select("line_no", *[f"f{i}" for i in columns.values()],
@@ -1114,6 +1191,16 @@ def _typed_values(rows: pl.DataFrame, columns: Mapping[str, int],
                           if v is None)
         problems.append((line_no, f"column {name!r} is not a number: {text!r}"))
     return rows.filter(~bad_any)
+
+
+def _value(text: pl.Expr, name: str, *, comma: bool, human: bool) -> pl.Expr:
+    """A printed value of column ``name`` as a float (null if it is not a number); ``human``:
+    the section was printed with --human (unit letters on kB amounts, '%' on percentages)."""
+    if not human:
+        return to_float(text, comma=comma)
+    value = human_value(text.str.strip_chars(),
+                        ColumnSpec(None, size=name in HUMAN_SIZE_COLUMNS))
+    return pl.when(value.is_finite()).then(value)
 
 
 def _device_rows(timed: pl.DataFrame, data_rows: pl.DataFrame, blocks: Mapping[int, _Block],
@@ -1130,8 +1217,12 @@ def _device_rows(timed: pl.DataFrame, data_rows: pl.DataFrame, blocks: Mapping[i
                         "column)")
         rows = _typed_values(rows, known, problems)
         rows = _with_intervals(rows, timed, problems)
+        if rows["since_boot"].any():
+            source.note("since-boot statistics ('sar ... 0': header and rows at one time): "
+                        f"rows flagged since_boot, with a nominal interval_s of "
+                        f"{UNKNOWN_INTERVAL_S:g} s")
         exprs = [pl.col("line_no"), pl.col("blk"), pl.col("utc_us"), pl.col("host"),
-                 pl.col("interval_s"),
+                 pl.col("interval_s"), pl.col("since_boot"),
                  pl.col(f"f{dev_idx}").alias("device")]
         for name in known:
             target, factor = DEV_COLUMNS[name]

@@ -18,7 +18,7 @@ from zoneinfo import ZoneInfo
 
 import polars as pl
 import pytest
-from tests.helpers.importing import assert_pieces_agree, reading_variants
+from tests.helpers.importing import assert_pieces_agree, other_formats_fixtures, reading_variants
 
 from iogauge.errors import InputFormatError, IogaugeError
 from iogauge.importers import sa_binary, sadf, sadf_json, sar_text
@@ -96,12 +96,9 @@ def test_sniff_refuses_other_formats(head: str) -> None:
 
 def test_sniff_refuses_other_formats_fixtures() -> None:
     mine = {"sar", "sa", "sadf"}
-    for d in FIX.iterdir():
-        if d.is_dir() and d.name not in mine:
-            for f in d.rglob("*"):
-                if f.is_file():
-                    head = f.read_bytes()[:65536].decode("utf-8", errors="replace")
-                    assert not sadf.sniff(head), f"sadf sniffer accepted {f}"
+    for f in other_formats_fixtures(FIX, mine):
+        head = f.read_bytes()[:65536].decode("utf-8", errors="replace")
+        assert not sadf.sniff(head), f"sadf sniffer accepted {f}"
 
 
 # ---- sadf -d -----------------------------------------------------------------------------

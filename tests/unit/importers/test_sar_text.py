@@ -19,7 +19,7 @@ import polars as pl
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from tests.helpers.importing import assert_pieces_agree, read_outcome
+from tests.helpers.importing import assert_pieces_agree, other_formats_fixtures, read_outcome
 
 from iogauge.errors import InputFormatError
 from iogauge.importers import sar_text
@@ -101,9 +101,7 @@ def test_sniff_refuses_other_formats(head: str) -> None:
 
 def test_sniff_refuses_other_formats_fixtures() -> None:
     mine = {"sar", "sa", "sadf"}
-    others = [f for d in FIX.iterdir() if d.is_dir() and d.name not in mine
-              for f in d.rglob("*") if f.is_file()]
-    for f in others:
+    for f in other_formats_fixtures(FIX, mine):
         head = f.read_bytes()[:65536].decode("utf-8", errors="replace")
         assert not sar_text.sniff(head), f"sar sniffer accepted {f}"
 
