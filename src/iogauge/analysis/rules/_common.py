@@ -495,6 +495,12 @@ def judged_via_parent(ctx: AnalysisContext, dev: DeviceContext) -> bool:
 # ------------------------------------------------------------------------------------------
 # number formatting for titles (evidence keeps the raw numbers)
 # ------------------------------------------------------------------------------------------
+def subject(dev: DeviceContext) -> str:
+    """A title's opening ``sdb: ``; a name that ends in a colon itself (Windows drives ``D:``)
+    takes only the space, so a title never reads ``D:: 60 % busy``."""
+    return f"{dev.key} " if dev.key.endswith(":") else f"{dev.key}: "
+
+
 def fmt_num(v: float | None, digits: int = 1) -> str:
     """``1,246.4``; integers without decimals (``5,000``); ``n/a`` for None."""
     if v is None or not math.isfinite(v):
