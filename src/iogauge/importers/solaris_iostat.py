@@ -181,6 +181,8 @@ class _Carry(LineCarry):
         wt_null_to: cpu_iowait_pct was left null up to this line (every ``wt`` was 0).
         mid_capture: the file starts at a column header, not at iostat's first title or
             time stamp: an excerpt, whose first report is not the since-boot one.
+        lead: 1 when the first report is measured (not printed when iostat started): on
+            ``--start`` + k x interval, report k (from 0) then ends k + 1 intervals on.
     """
 
     first: bool = True
@@ -195,6 +197,7 @@ class _Carry(LineCarry):
     wt_nonzero: bool = False
     wt_null_to: int | None = None
     mid_capture: bool = False
+    lead: int = 0
 
 
 def iter_parse(stream: BinaryIO, source: Source, *, chunk_bytes: int = CHUNK_BYTES
@@ -389,7 +392,8 @@ def _parse_piece(lines: pl.DataFrame, source: Source, carry: _Carry, *, final: b
     carry.prev_devices = in_last["device"].to_list() if in_last.height else None
     if rows.height == 0:
         if not final and timestamped:
-            times = _report_times(df, n_reports, timestamped, source, base, carry.last_ts)
+            times = _report_times(df, n_reports, timestamped, source, base, carry.last_ts,
+                                  lead=carry.lead)
             carry.last_ts = times["ts"][-1] if times.height else carry.last_ts
         return None
     if (final and last not in drop and last not in changed
@@ -401,12 +405,6 @@ def _parse_piece(lines: pl.DataFrame, source: Source, carry: _Carry, *, final: b
         if rows.height == 0:
             return None
 
-    times = _report_times(df, n_reports, timestamped, source, base, carry.last_ts)
-    carry.last_ts = times["ts"][-1] if times.height else carry.last_ts
-    if first or carry.regular_s is None:
-        carry.regular_s = _regular_interval(times, source, relative=not timestamped
-                                            and source.start is None)
-    regular = carry.regular_s
     since = changed & set(range(n_reports))
     if changed - {0} or (0 in changed and not first):
         source.note("iostat reported a configuration change (<<...>> lines): the report after "
@@ -417,6 +415,14 @@ def _parse_piece(lines: pl.DataFrame, source: Source, carry: _Carry, *, final: b
             "iostat(8): a run's first report covers the time since boot, and the file starts "
             "where iostat's output starts"):
         since.discard(0)
+        carry.lead = 1
+    times = _report_times(df, n_reports, timestamped, source, base, carry.last_ts,
+                          lead=carry.lead)
+    carry.last_ts = times["ts"][-1] if times.height else carry.last_ts
+    if first or carry.regular_s is None:
+        carry.regular_s = _regular_interval(times, source, relative=not timestamped
+                                            and source.start is None)
+    regular = carry.regular_s
     rows = rows.join(times, on="rid", how="left").with_columns(
         pl.col("rid").is_in(sorted(since)).alias("since_boot"))
     # (a measured first report has no report before it: it covers the regular interval)
@@ -652,10 +658,11 @@ def _cut_by_device_list(rows: pl.DataFrame, last: int, prev_devices: list[str] |
 
 
 def _report_times(df: pl.DataFrame, n_reports: int, timestamped: bool, source: Source,
-                  base: int = 0, prev_ts: datetime | None = None) -> pl.DataFrame:
+                  base: int = 0, prev_ts: datetime | None = None, *, lead: int = 0
+                  ) -> pl.DataFrame:
     """``rid`` -> ``ts`` (UTC) and ``interval_s`` (since the previous report) for a piece of
     the file whose first report is the file's report ``base`` (0-based), ``prev_ts`` the time
-    of the report before it."""
+    of the report before it (``lead``: see :class:`_Carry`)."""
     if not timestamped:
         start = start_local(source)
         if start is None:
@@ -672,7 +679,7 @@ def _report_times(df: pl.DataFrame, n_reports: int, timestamped: bool, source: S
         else:
             step = timedelta(seconds=source.interval_s)
             naive = pl.DataFrame({"rid": list(range(n_reports)),
-                                  "ts_local": [start + (base + k) * step
+                                  "ts_local": [start + (base + k + lead) * step
                                                for k in range(n_reports)]},
                                  schema={"rid": pl.Int64(), "ts_local": pl.Datetime("us")})
             ts = naive.with_columns(localize(pl.col("ts_local"), source).alias("ts"))
