@@ -11,11 +11,12 @@ install: $(VENV)/.installed $(VENV)/.accel $(VENV)/.pyc
 
 ## pip's and the build backend's output goes to $(VENV)/install.log, shown only when a step
 ## fails (`make run` then prints the diagnosis and the report path, not install chatter)
-QUIET = > $(VENV)/install.log 2>&1 || { cat $(VENV)/install.log; exit 1; }
+QUIET = >> $(VENV)/install.log 2>&1 || { cat $(VENV)/install.log; exit 1; }
 
 $(VENV)/.installed: pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	@echo "installing iogauge into $(VENV) (log: $(VENV)/install.log)"
+	@: > $(VENV)/install.log
 	@$(BIN)/python -m pip install -q --upgrade pip $(QUIET)
 	@$(BIN)/python -m pip install -q -e . $(QUIET)
 	@touch $@
