@@ -113,3 +113,12 @@ def test_first_report_option_overrides_the_evidence() -> None:
     assert any("--first-report since-boot" in n for n in doc["notes"])
     res = CliRunner().invoke(app, ["analyze", str(SOLARIS), "--first-report", "sometimes"])
     assert res.exit_code == 2
+
+
+def test_a_longer_window_counts_reports_too() -> None:
+    doc = _json(str(SOLARIS), "--window", "120")  # two nominal 60 s reports per window
+    f = next(f for f in _by_device(doc, "sd0") if f["rule"] == "solaris_service_time")
+    assert f["when"] == f"reports 1-2 of 2 {NO_INTERVAL}"
+    assert any("2-report window" in e["note"] for e in f["evidence"])
+    assert "analysis windows: 2 reports each" in " ".join(doc["notes"])
+    assert not [t for t in _texts(doc) if CLOCK.search(t)]

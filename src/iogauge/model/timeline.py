@@ -81,6 +81,11 @@ class RelativeTimeline:
         n = max(1, round(window_s / self.interval_s))
         return "report" if n == 1 else f"{n}-report"
 
+    def windows_text(self, window_s: float) -> str:
+        """The analysis windows for a reader: ``one per report``, ``5 reports each``."""
+        n = max(1, round(window_s / self.interval_s))
+        return "one per report" if n == 1 else f"{n} reports each"
+
     def to_dict(self) -> dict[str, object]:
         return {"clock": "relative", "reports": self.reports, "interval_s": self.interval_s,
                 "note": f"reports without time stamps, numbered ({NO_INTERVAL})"}

@@ -50,7 +50,7 @@ from iogauge.analysis.types import (
 from iogauge.errors import IogaugeError
 from iogauge.fsutil import fsync_dir
 from iogauge.model.sampleframe import SampleFrame
-from iogauge.model.timeline import RelativeTimeline, is_relative
+from iogauge.model.timeline import NO_INTERVAL, RelativeTimeline, is_relative
 from iogauge.reporting.downsample import grid_thin, minmax_envelope
 from iogauge.reporting.metrics import (
     ATTRIBUTE_FORMATS,
@@ -1031,8 +1031,8 @@ def render_report(frame: SampleFrame, result: AnalysisResult, *, title: str,
     meta = [span, f"{len(reports)} device(s)",
             f"{len(findings)} finding(s): {n_crit} critical, {n_warn} warning"]
     if line is not None:  # no interval or duration the file does not hold
-        meta.append(f"reports without time stamps, {line.window_name(result.window_s)} "
-                    "analysis windows")
+        meta.append(f"reports without time stamps ({NO_INTERVAL}); analysis windows "
+                    f"{line.windows_text(result.window_s)}")
     else:
         if result.interval_s is not None:
             meta.append(f"samples every {_duration(result.interval_s)}")
