@@ -122,3 +122,14 @@ def test_a_longer_window_counts_reports_too() -> None:
     assert any("2-report window" in e["note"] for e in f["evidence"])
     assert "analysis windows: 2 reports each" in " ".join(doc["notes"])
     assert not [t for t in _texts(doc) if CLOCK.search(t)]
+
+
+def test_imported_into_the_store_it_stays_on_the_relative_line(tmp_path: Path) -> None:
+    db = tmp_path / "s.duckdb"
+    res = CliRunner().invoke(app, ["import", str(SOLARIS), "--db", str(db)])
+    assert res.exit_code == 0, res.output
+    assert f"report 2 {NO_INTERVAL}" in res.stdout and "1970" not in res.stdout
+    doc = _json("--db", str(db))
+    assert doc["timeline"]["reports"] == 2
+    assert {f["when"] for f in doc["findings"] if f["severity"] == "critical"} == {
+        f"report 1 of 2 {NO_INTERVAL}", f"report 2 of 2 {NO_INTERVAL}"}

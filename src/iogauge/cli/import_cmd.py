@@ -264,8 +264,12 @@ def _temporary(path: Path) -> Path:
     return path.with_name(f".{path.name}.{os.getpid()}.tmp")
 
 
-def _summary(reads: list[_Read]) -> Table:
+def _summary(reads: list[_Read], interval_s: float | None = None) -> Table:
+    """The per-file table; reports without time stamps are named by number (``interval_s``:
+    ``--interval``, else the nominal spacing of the relative time line)."""
     from rich.table import Table
+
+    from iogauge.model.timeline import NO_INTERVAL, NOMINAL_INTERVAL_S, RelativeTimeline
 
     table = Table(title="imported", title_justify="left", header_style="bold")
     for col in ("file", "format", "rows", "devices", "from", "to", "skipped", "MB/s"):
@@ -273,6 +277,10 @@ def _summary(reads: list[_Read]) -> Table:
                          else "left")
     for r in reads:
         span = (str(r.first), str(r.last)) if r.rows else ("-", "-")
+        line = RelativeTimeline.of(r.last, interval_s or NOMINAL_INTERVAL_S)
+        if line is not None and r.first is not None and r.last is not None:
+            span = (f"report {line.report(r.first)}",
+                    f"report {line.report(r.last)} ({NO_INTERVAL})")
         fmt = r.format + ("" if r.detected else " (forced)")
         if r.compression:
             fmt += f", {r.compression}"
@@ -449,7 +457,7 @@ def import_(
                     wpath = parquet.with_name(parquet.stem + ".waits.parquet")
                     waits.df.write_parquet(wpath, compression="zstd")
                     err.print(f"wait events written to {wpath}")
-                out.print(_summary(reads))
+                out.print(_summary(reads, opts.interval_s))
                 out.print(f"{rows:,} rows written to {parquet}")
                 return
             if target is None:  # --json
@@ -457,8 +465,8 @@ def import_(
                 del kept[:]
                 _write_json_rows(frame.df, keep=("parent",))
                 _write_json_rows(waits.df, keep=())
-                err.print(_summary(reads))
+                err.print(_summary(reads, opts.interval_s))
                 return
             stored = target.commit(waits)
-        out.print(_summary(reads))
+        out.print(_summary(reads, opts.interval_s))
         out.print(f"{stored:,} rows stored in {target.path}")
