@@ -9,30 +9,36 @@ REPORT ?= reports/diagnosis.html
 ## install: create .venv and install iogauge into it (idempotent; re-runs when pyproject changes)
 install: $(VENV)/.installed $(VENV)/.accel $(VENV)/.pyc
 
+## pip's and the build backend's output goes to $(VENV)/install.log, shown only when a step
+## fails (`make run` then prints the diagnosis and the report path, not install chatter)
+QUIET = >> $(VENV)/install.log 2>&1 || { cat $(VENV)/install.log; exit 1; }
+
 $(VENV)/.installed: pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install -q --upgrade pip
-	$(BIN)/python -m pip install -q -e .
+	@echo "installing iogauge into $(VENV) (log: $(VENV)/install.log)"
+	@: > $(VENV)/install.log
+	@$(BIN)/python -m pip install -q --upgrade pip $(QUIET)
+	@$(BIN)/python -m pip install -q -e . $(QUIET)
 	@touch $@
 
 ## the lab's disk models compiled with mypyc (3x faster simulation; pure Python otherwise) and
 ## the iostat importer's C kernels (numpy otherwise)
 $(VENV)/.accel: $(VENV)/.installed scripts/build_accel.py src/iogauge/lab/hdd.py src/iogauge/lab/raid.py src/iogauge/lab/ssd.py src/iogauge/importers/iostat_kernels.c
-	$(BIN)/python scripts/build_accel.py
+	@$(BIN)/python scripts/build_accel.py $(QUIET)
 	@touch $@
 
 ## byte-code of iogauge's modules, written as pip writes it for a regular (non-editable)
 ## install: without it, where PYTHONDONTWRITEBYTECODE is set, every command compiles them
 ## again (~0.15 s of each start-up measured for the importer alone)
 $(VENV)/.pyc: $(VENV)/.installed $(shell find src -name '*.py')
-	$(BIN)/python -m compileall -q src
+	@$(BIN)/python -m compileall -q src
 	@touch $@
 
 ## dev: install plus test and lint tools
 dev: $(VENV)/.installed-dev
 
 $(VENV)/.installed-dev: $(VENV)/.installed $(VENV)/.accel
-	$(BIN)/python -m pip install -q -e '.[dev]'
+	@$(BIN)/python -m pip install -q -e '.[dev]' $(QUIET)
 	@touch $@
 
 ## system-tools: fio, sysstat and fuse3 for the end-to-end tests (installed when missing)
@@ -41,7 +47,7 @@ system-tools:
 
 ## run: live diagnosis of this machine's disks, with an HTML report in $(REPORT)
 run: install
-	$(BIN)/iogauge diagnose --duration 10 --html $(REPORT)
+	@$(BIN)/iogauge diagnose --duration 10 --html $(REPORT)
 
 ## test: lint (ruff), types (mypy on src), then the whole test suite incl. slow e2e tests
 test: dev system-tools lint typecheck unit

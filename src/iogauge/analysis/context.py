@@ -24,6 +24,7 @@ from iogauge.analysis.windows import aggregate_windows_by_device, choose_window_
 from iogauge.errors import IogaugeError
 from iogauge.model.device import DeviceInfo
 from iogauge.model.sampleframe import SampleFrame
+from iogauge.model.timeline import RelativeTimeline
 from iogauge.model.waitevents import WaitEventFrame
 
 UTC = ZoneInfo("UTC")
@@ -110,6 +111,8 @@ class DeviceContext:
             volumes, a disk from its partitions) rather than one the source reported.
         service: how it serves requests, decided by the engine from the samples
             (``service_model.decide``); None until then.
+        timeline: the relative time line of reports without time stamps (their windows are
+            named by report, not by clock time); None on the clock.
     """
 
     def __init__(self, key: str, host: str, device: str, kind: str, parent: str | None,
@@ -135,6 +138,7 @@ class DeviceContext:
         self.capacity = capacity
         self.synthetic = synthetic
         self.service = service
+        self.timeline: RelativeTimeline | None = None
 
     @property
     def rows(self) -> pl.DataFrame:
@@ -205,6 +209,8 @@ class AnalysisContext:
         notes: facts about the input the report should state.
         frame: every analysed row (all devices; the frame the devices' rows are gathered
             from), for analyses that run once over all devices.
+        timeline: the relative time line when the data are reports without time stamps
+            (``model.timeline``); None when they are on the clock.
     """
 
     devices: dict[str, DeviceContext]
@@ -215,6 +221,7 @@ class AnalysisContext:
     tz: ZoneInfo = UTC
     notes: list[str] = field(default_factory=list)
     frame: pl.DataFrame | None = None
+    timeline: RelativeTimeline | None = None
 
     @classmethod
     def build(cls, frame: SampleFrame | pl.DataFrame,
@@ -261,8 +268,10 @@ class AnalysisContext:
                                 frame=df, index=index)
             devices[key] = dev
         windows = aggregate_windows_by_device(df, win)
+        line = RelativeTimeline.of(df["ts"].max() if df.height else None, interval)  # type: ignore[arg-type]
         for dev in devices.values():
             dev.windows = windows.get((dev.host, dev.device), pl.DataFrame())
+            dev.timeline = line
         wdf: pl.DataFrame | None
         if waits is None:
             wdf = None
@@ -271,7 +280,7 @@ class AnalysisContext:
             if wdf.height == 0:
                 wdf = None
         return cls(devices=devices, window_s=win, interval_s=interval, waits=wdf,
-                   targets=list(targets), tz=tz, notes=notes, frame=df)
+                   targets=list(targets), tz=tz, notes=notes, frame=df, timeline=line)
 
     def children(self, key: str) -> list[DeviceContext]:
         """Devices whose ``parent`` is this device (same host): partitions of a disk,

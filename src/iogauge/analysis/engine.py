@@ -46,6 +46,7 @@ from iogauge.analysis.types import (
 from iogauge.analysis.windows import window_label
 from iogauge.model.device import DeviceInfo
 from iogauge.model.sampleframe import SampleFrame
+from iogauge.model.timeline import NO_INTERVAL
 from iogauge.model.waitevents import WaitEventFrame
 
 log = logging.getLogger(__name__)
@@ -409,7 +410,10 @@ def analyze(frame: SampleFrame | pl.DataFrame,
     starts = [d.start for d in ctx.devices.values() if d.start is not None]
     ends = [d.end for d in ctx.devices.values() if d.end is not None]
     notes = list(ctx.notes)
-    notes.append(f"analysis windows: {window_label(ctx.window_s)}")
+    notes.append(f"analysis windows: {window_label(ctx.window_s)}" if ctx.timeline is None
+                 else f"analysis windows: {ctx.timeline.windows_text(ctx.window_s)} (reports "
+                 f"without time stamps, {NO_INTERVAL})")
     return AnalysisResult(devices=reports, findings=findings, window_s=ctx.window_s,
                           interval_s=ctx.interval_s, start=min(starts) if starts else None,
-                          end=max(ends) if ends else None, notes=notes)
+                          end=max(ends) if ends else None, notes=notes,
+                          timeline=ctx.timeline)

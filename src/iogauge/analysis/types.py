@@ -17,6 +17,8 @@ from typing import TYPE_CHECKING, Any, Literal
 if TYPE_CHECKING:
     from iogauge.analysis.service_model import ServiceDecision
 
+from iogauge.model.timeline import RelativeTimeline, when
+
 Severity = Literal["info", "warning", "critical"]
 SEVERITY_RANK: dict[str, int] = {"info": 0, "warning": 1, "critical": 2}
 
@@ -346,6 +348,8 @@ class AnalysisResult:
         interval_s: the data's median sampling interval in seconds.
         start, end: span of the analysed data (UTC).
         notes: facts about the analysis as a whole (rows skipped, time zone assumed).
+        timeline: the relative time line of reports without time stamps (None: the data
+            are on the clock); the JSON then names each finding's reports in ``when``.
     """
 
     devices: list[DeviceReport]
@@ -355,11 +359,19 @@ class AnalysisResult:
     start: datetime | None
     end: datetime | None
     notes: list[str] = field(default_factory=list)
+    timeline: RelativeTimeline | None = None
 
     def to_dict(self) -> dict[str, Any]:
+        line = self.timeline
+        devices = [d.to_dict() for d in self.devices]
+        for d, dev in zip(devices, self.devices, strict=True):
+            for w, ref in zip(d["worst_windows"], dev.worst_windows, strict=True):
+                w["when"] = when(ref.start, ref.end, line)
+        findings = [{**f.to_dict(), "when": when(f.window_start, f.window_end, line)}
+                    for f in self.findings]
         return _clean_dict({
             "start": self.start, "end": self.end, "interval_s": self.interval_s,
             "window_s": self.window_s, "notes": list(self.notes),
-            "devices": [d.to_dict() for d in self.devices],
-            "findings": [f.to_dict() for f in self.findings],
+            "timeline": None if line is None else line.to_dict(),
+            "devices": devices, "findings": findings,
         })

@@ -18,6 +18,8 @@ from datetime import timedelta
 
 import polars as pl
 
+from iogauge.model.timeline import RelativeTimeline
+
 #: Default window for data sampled faster than once a minute (seed 000: 1 min when
 #: investigating).
 DEFAULT_WINDOW_S = 60.0
@@ -207,8 +209,12 @@ def span(part: pl.DataFrame) -> tuple[object, object]:
     return part["window_start"].min(), part["window_end"].max()
 
 
-def window_label(window_s: float) -> str:
-    """Human name of a window length: '1-min', '5-min', '30-s', '1-h'."""
+def window_label(window_s: float, timeline: RelativeTimeline | None = None) -> str:
+    """Human name of a window length: '1-min', '5-min', '30-s', '1-h'; on the relative time
+    line of reports without time stamps, in reports ('report', '5-report'): the file holds no
+    duration to name."""
+    if timeline is not None:
+        return timeline.window_name(window_s)
     td = timedelta(seconds=window_s)
     s = td.total_seconds()
     if s >= 3600 and s % 3600 == 0:

@@ -10,7 +10,14 @@ from typing import TYPE_CHECKING
 import typer
 
 from iogauge.cli.common import MEDIA_HELP, out, user_errors, warn
-from iogauge.cli.inputs import load_inputs, parse_start, parse_time, parse_zone
+from iogauge.cli.inputs import (
+    FIRST_REPORT_OPTION,
+    load_inputs,
+    parse_start,
+    parse_time,
+    parse_zone,
+)
+from iogauge.importers.first_report import FirstReport
 
 if TYPE_CHECKING:
     from iogauge.analysis.service_model import ServiceModel
@@ -61,6 +68,7 @@ def analyze_cmd(
                                          "without -t/-T), as in `iogauge import`."),
     interval: float | None = typer.Option(None, "--interval", min=0.001, help="Sampling "
                                           "interval (s) for files that do not print it."),
+    first_report: FirstReport = FIRST_REPORT_OPTION,
     lenient: bool = typer.Option(False, "--lenient", help="Skip unreadable input lines "
                                  "(and report how many) instead of failing."),
     all_findings: bool = typer.Option(False, "--all", help="Show every finding, not only "
@@ -92,11 +100,13 @@ def analyze_cmd(
             window_s=window, tz=zone or UTC)
         inputs = load_inputs(files, db, zone=zone, lenient=lenient,
                              start=parse_start(collected),
-                             interval_s=interval)
+                             interval_s=interval, first_report=first_report)
         for n in inputs.notes:
             warn(n)
         result = analyze(inputs.frame, inputs.waits, inputs.infos, opts)
         if as_json:
+            # the import's notes too (first report since-boot or measured, and why)
+            result.notes[:0] = inputs.notes
             sys.stdout.write(json.dumps(result.to_dict(), indent=2) + "\n")
             return
         if not result.devices:

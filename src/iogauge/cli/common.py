@@ -7,6 +7,7 @@ from contextlib import contextmanager
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
 from iogauge.errors import IogaugeError
 from iogauge.timing import paced
@@ -32,7 +33,8 @@ def user_errors() -> Iterator[None]:
 
 
 def warn(message: str) -> None:
-    err.print(f"[yellow]warning:[/] {message}")
+    # (escaped: citation keys such as [sysstat] in a note are text, not rich markup)
+    err.print(f"[yellow]warning:[/] {escape(message)}")
 
 
 #: Help of ``--media`` (analyze, report, diagnose).

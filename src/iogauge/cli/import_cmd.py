@@ -37,8 +37,9 @@ import typer
 
 from iogauge.cli.common import err, out, user_errors, warn
 from iogauge.cli.defaults import FORMAT_IDS as FORMATS
-from iogauge.cli.inputs import parse_start, parse_zone
+from iogauge.cli.inputs import FIRST_REPORT_OPTION, parse_start, parse_zone
 from iogauge.errors import InputFormatError, IogaugeError
+from iogauge.importers.first_report import FirstReport
 from iogauge.importers.io import (
     compression_of,
     is_read_error,
@@ -114,6 +115,7 @@ class _Options:
     start: datetime | None
     interval_s: float | None
     date_order: str | None
+    first_report: FirstReport = FirstReport.AUTO
 
 
 @dataclass
@@ -181,7 +183,8 @@ def _open(path: Path, opts: _Options) -> tuple[_Read, Iterator[SampleFrame]]:
     name = opts.fmt or detect(read_head(path), str(path))
     module = load(name)
     source = Source(path=str(path), tz=opts.tz, lenient=opts.lenient, host=opts.host,
-                    start=opts.start, interval_s=opts.interval_s, date_order=opts.date_order)
+                    start=opts.start, interval_s=opts.interval_s, date_order=opts.date_order,
+                    first_report=opts.first_report)
     with path.open("rb") as fh:
         compression = compression_of(fh.read(8))
     read = _Read(path=str(path), format=name, detected=opts.fmt is None,
@@ -261,8 +264,12 @@ def _temporary(path: Path) -> Path:
     return path.with_name(f".{path.name}.{os.getpid()}.tmp")
 
 
-def _summary(reads: list[_Read]) -> Table:
+def _summary(reads: list[_Read], interval_s: float | None = None) -> Table:
+    """The per-file table; reports without time stamps are named by number (``interval_s``:
+    ``--interval``, else the nominal spacing of the relative time line)."""
     from rich.table import Table
+
+    from iogauge.model.timeline import NO_INTERVAL, NOMINAL_INTERVAL_S, RelativeTimeline
 
     table = Table(title="imported", title_justify="left", header_style="bold")
     for col in ("file", "format", "rows", "devices", "from", "to", "skipped", "MB/s"):
@@ -270,6 +277,10 @@ def _summary(reads: list[_Read]) -> Table:
                          else "left")
     for r in reads:
         span = (str(r.first), str(r.last)) if r.rows else ("-", "-")
+        line = RelativeTimeline.of(r.last, interval_s or NOMINAL_INTERVAL_S)
+        if line is not None and r.first is not None and r.last is not None:
+            span = (f"report {line.report(r.first)}",
+                    f"report {line.report(r.last)} ({NO_INTERVAL})")
         fmt = r.format + ("" if r.detected else " (forced)")
         if r.compression:
             fmt += f", {r.compression}"
@@ -306,6 +317,7 @@ def import_(
                                           "dates such as 01/02/2024 that the file cannot "
                                           "decide (default: inferred, with a note when it is "
                                           "a guess)."),
+    first_report: FirstReport = FIRST_REPORT_OPTION,
     as_json: bool = typer.Option(False, "--json", help="Write one JSON object per "
                                  "SampleFrame row to stdout instead of storing."),
     parquet: Path | None = typer.Option(None, "--parquet", help="Write the rows to this "
@@ -342,7 +354,8 @@ def import_(
             raise IogaugeError(f"--date-order {date_order!r}: use MDY, DMY or YMD")
         opts = _Options(fmt=fmt, tz=zone, lenient=lenient, host=host, start=start_dt,
                         interval_s=interval,
-                        date_order=date_order.upper() if date_order else None)
+                        date_order=date_order.upper() if date_order else None,
+                        first_report=first_report)
         paths = expand(files)
         reads: list[_Read] = []
         failures: list[str] = []
@@ -444,7 +457,7 @@ def import_(
                     wpath = parquet.with_name(parquet.stem + ".waits.parquet")
                     waits.df.write_parquet(wpath, compression="zstd")
                     err.print(f"wait events written to {wpath}")
-                out.print(_summary(reads))
+                out.print(_summary(reads, opts.interval_s))
                 out.print(f"{rows:,} rows written to {parquet}")
                 return
             if target is None:  # --json
@@ -452,8 +465,8 @@ def import_(
                 del kept[:]
                 _write_json_rows(frame.df, keep=("parent",))
                 _write_json_rows(waits.df, keep=())
-                err.print(_summary(reads))
+                err.print(_summary(reads, opts.interval_s))
                 return
             stored = target.commit(waits)
-        out.print(_summary(reads))
+        out.print(_summary(reads, opts.interval_s))
         out.print(f"{stored:,} rows stored in {target.path}")

@@ -8,7 +8,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
+import typer
+
 from iogauge.errors import IogaugeError
+from iogauge.importers.first_report import FirstReport
 
 if TYPE_CHECKING:
     # Only for annotations: the commands import this module at start-up (parse_zone), and
@@ -37,6 +40,15 @@ class Inputs:
     infos: dict[str, DeviceInfo] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
     described: str = ""
+
+
+#: ``--first-report`` of the commands that import files (import, analyze, report).
+FIRST_REPORT_OPTION = typer.Option(
+    FirstReport.AUTO, "--first-report", case_sensitive=False,
+    help="How to read an iostat file's first report: 'since-boot' (iostat's average since "
+    "boot, left out), 'measured' (an interval like the others: an excerpt), or 'auto' "
+    "(since-boot where the file shows a whole capture and the figures are plausible as an "
+    "average since boot).")
 
 
 def parse_zone(tz: str | None) -> ZoneInfo | None:
@@ -92,7 +104,8 @@ def _infos_from_store(df: pl.DataFrame) -> dict[str, DeviceInfo]:
 
 def load_inputs(files: list[str] | None, db: Path | None, *, zone: ZoneInfo | None = None,
                 lenient: bool = False, fmt: str | None = None,
-                start: datetime | None = None, interval_s: float | None = None) -> Inputs:
+                start: datetime | None = None, interval_s: float | None = None,
+                first_report: FirstReport = FirstReport.AUTO) -> Inputs:
     """Import ``files`` (globs allowed), or read the store at ``db`` (default store when
     neither is given). Files and ``--db`` together are refused: say which one you mean.
     ``start``/``interval_s`` are for outputs without time stamps (as ``iogauge import``)."""
@@ -126,7 +139,7 @@ def load_inputs(files: list[str] | None, db: Path | None, *, zone: ZoneInfo | No
         for p in paths:
             progress.update(task, description=p.name)
             r = import_file(p, fmt=fmt, tz=zone, lenient=lenient, start=start,
-                            interval_s=interval_s)
+                            interval_s=interval_s, first_report=first_report)
             frames.append(r.frame)
             if len(r.waits):
                 waits_l.append(r.waits)

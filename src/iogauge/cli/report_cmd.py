@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
+from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -12,6 +13,8 @@ import typer
 from rich.markup import escape
 
 from iogauge.cli.common import MEDIA_HELP, err, out, user_errors, warn
+from iogauge.cli.inputs import FIRST_REPORT_OPTION
+from iogauge.importers.first_report import FirstReport
 
 if TYPE_CHECKING:
     import polars as pl
@@ -66,6 +69,7 @@ def report(
                               "each column (peaks kept)."),
     lenient: bool = typer.Option(False, "--lenient", help="Skip unreadable input lines (and "
                                  "report how many) instead of failing."),
+    first_report: FirstReport = FIRST_REPORT_OPTION,
     all_findings: bool = typer.Option(False, "--all", help="Print every finding in the "
                                       "terminal summary, not only the top five (the report "
                                       "always has them all)."),
@@ -96,10 +100,12 @@ def report(
             start=lo, end=hi, devices=tuple(device or ()), profiles=parse_profiles(profile),
             media=parse_media(media), window_s=window, tz=zone or UTC,
             targets=tuple(LatencyTarget.parse(t) for t in target or ()))
-        inputs = load_inputs(files, db, zone=zone, lenient=lenient)
+        inputs = load_inputs(files, db, zone=zone, lenient=lenient, first_report=first_report)
         for n in inputs.notes:
             warn(n)
         result = analyze(inputs.frame, inputs.waits, inputs.infos, opts)
+        # the page and the JSON state the import's notes too (the terminal has them above)
+        stated = replace(result, notes=[*inputs.notes, *result.notes])
         guarantee = None
         if not files:
             with Store.open(db, read_only=True) as store:
@@ -111,11 +117,11 @@ def report(
         what = title or f"iogauge report of {inputs.described}"
         path = None
         if output is not None or not as_json:
-            page = render_report(frame, result, title=what, waits=waits, guarantee=guarantee,
+            page = render_report(frame, stated, title=what, waits=waits, guarantee=guarantee,
                                  width_px=width)
             path = write_report(output or DEFAULT_OUTPUT, page)
         if as_json:
-            sys.stdout.write(json.dumps(result.to_dict(), indent=2) + "\n")
+            sys.stdout.write(json.dumps(stated.to_dict(), indent=2) + "\n")
         elif result.devices:
             print_analysis(out, result, what, None if all_findings else 5)
         else:

@@ -56,10 +56,13 @@ here verbatim, so these scalings rest on the quoted output and IBM's wording "di
 suffixes are used to represent the unit"; any other suffix is refused.
 
 The first report covers the time since boot (IBM: "the first set of data represents all
-activity since system startup"): since_boot=True. A report ends when a disk appears again
-(:func:`_numbered`: a disk added during the run joins the report it is printed in).
-AIX prints no date: ``-T`` times of day take their date from ``Source.start``; without ``-T``
-``Source.start`` and ``Source.interval_s`` give report k the end time start + k x interval.
+activity since system startup"): since_boot=True, unless a disk is 90 % busy or more in it (an
+excerpt) or ``--first-report`` says otherwise (:mod:`~iogauge.importers.first_report`). A
+report ends when a disk appears again (:func:`_numbered`: a disk added during the run joins
+the report it is printed in). AIX prints no date: ``-T`` times of day take their date from
+``Source.start``; without ``-T`` ``Source.start`` and ``Source.interval_s`` give report k the
+end time start + k x interval, and without a start the reports are numbered on the relative
+time line of :mod:`iogauge.model.timeline`.
 A report cut off by the end of the file is dropped whole.
 
 A file is read a piece of :data:`CHUNK_BYTES` at a time (:func:`iter_parse`), each piece's
@@ -78,6 +81,7 @@ from typing import BinaryIO
 import polars as pl
 
 from iogauge.errors import InputFormatError
+from iogauge.importers import first_report
 from iogauge.importers.base import Source
 from iogauge.importers.unix_sar import (
     LineCarry,
@@ -88,6 +92,7 @@ from iogauge.importers.unix_sar import (
     refuse_rows,
     start_local,
 )
+from iogauge.model import timeline
 from iogauge.model.sampleframe import TS_DTYPE, SampleFrame
 
 NAME = "aix-iostat"
@@ -146,6 +151,8 @@ class _Carry(LineCarry):
         last_sod: the ``-T`` time of day of the last report timed, s after midnight.
         day: days after the start's date of that report.
         regular_s: the sampling interval, s (the first piece's, for the since-boot rows).
+        lead: 1 when the first report is measured (not printed when iostat started): on
+            ``--start`` + k x interval, report k (from 0) then ends k + 1 intervals on.
         full: the disks of the first report given out, in order.
         uniform: every report given out listed exactly ``full``.
     """
@@ -157,6 +164,7 @@ class _Carry(LineCarry):
     last_sod: int | None = None
     day: int = 0
     regular_s: float | None = None
+    lead: int = 0
     full: list[str] | None = None
     uniform: bool = True
 
@@ -309,9 +317,6 @@ def _parse_piece(lines: pl.DataFrame, source: Source, carry: _Carry, *, final: b
         m("avgsqsz").alias("active_len"),
         (m("avgwqsz") + m("avgsqsz")).alias("aqu_sz"),
     )
-    if first:
-        source.note("the first AIX iostat report covers the time since boot: kept with "
-                    "since_boot=True")
     return SampleFrame(out.sort("ts", maintain_order=True))
 
 
@@ -531,6 +536,12 @@ def _with_times(rows: pl.DataFrame, source: Source, carry: _Carry, base: int,
     start = start_local(source)
     timed = "time" in rows.columns and rows["time"].null_count() < rows.height
     known = carry.times
+    boot = first and first_report.since_boot(
+        source, busiest=first_report.busiest(rows.filter(pl.col("rid") == 0).select(
+            "device", pl.col("%tm_act").alias("util_pct"))),
+        shown_by="IBM: the first report of a run covers all activity since system startup")
+    if first and not boot:
+        carry.lead = 1
     if timed:
         if start is None:
             raise InputFormatError(source.path, None, "AIX iostat -T prints times of day but "
@@ -557,18 +568,27 @@ def _with_times(rows: pl.DataFrame, source: Source, carry: _Carry, base: int,
             carry.last_sod = int(times["sod"][-1])
             carry.day = int(times["day"][-1])
     else:
-        if start is None or source.interval_s is None or source.interval_s <= 0:
+        if start is not None and (source.interval_s is None or source.interval_s <= 0):
             raise InputFormatError(source.path, None, "these AIX iostat reports carry no time "
-                                   "stamps (iostat was run without -T): supply the start time "
-                                   "and the sampling interval (--start, --interval)")
-        step_us = round(source.interval_s * 1e6)
+                                   "stamps (iostat was run without -T): with --start, give "
+                                   "the sampling interval too (--interval)")
+        # without --start: report k (from 1) on the relative time line (model/timeline.py)
+        relative = start is None
+        if relative and first:
+            source.note(timeline.placement_note(source.interval_s))
+        step_us = round((source.interval_s or timeline.NOMINAL_INTERVAL_S) * 1e6)
+        origin = timeline.RELATIVE_EPOCH.replace(tzinfo=None) if start is None else start
         # from the report before the piece's first: the one its interval starts at
         times = pl.DataFrame({"rid": pl.int_range(max(base - 1, 0), n_reports,
                                                   dtype=pl.Int64, eager=True)}).with_columns(
-            (pl.lit(start).cast(pl.Datetime("us"))
-             + pl.duration(microseconds=pl.col("rid") * step_us)).alias("ts_local"))
+            (pl.lit(origin).cast(pl.Datetime("us"))
+             + pl.duration(microseconds=(pl.col("rid") + (1 if relative else carry.lead))
+                           * step_us))
+            .alias("ts_local"))
         known = None
-    times = times.select("rid", localize(pl.col("ts_local"), source).cast(TS_DTYPE).alias("ts"))
+    zoned = (pl.col("ts_local").dt.replace_time_zone("UTC") if not timed and start is None
+             else localize(pl.col("ts_local"), source))
+    times = times.select("rid", zoned.cast(TS_DTYPE).alias("ts"))
     if known is not None:
         # the first report met here is timed from the last one before it
         times = pl.concat([known.select("rid", "ts").tail(1), times])
@@ -581,13 +601,15 @@ def _with_times(rows: pl.DataFrame, source: Source, carry: _Carry, base: int,
         else:
             diffs = times["interval_s"].drop_nulls()
             diffs = diffs.filter(diffs > 0)
+            if diffs.len() == 0 and not timed and start is None:
+                diffs = pl.Series([timeline.NOMINAL_INTERVAL_S])
             if diffs.len() == 0:
                 raise InputFormatError(source.path, None, "a single since-boot AIX iostat "
                                        "report has no sampling interval: supply it with "
                                        "--interval")
             carry.regular_s = float(diffs.median())  # type: ignore[arg-type]
     times = times.with_columns(
-        (pl.col("rid") == 0).alias("since_boot"),
+        ((pl.col("rid") == 0) & boot).alias("since_boot"),
         pl.when(pl.col("rid") == 0).then(pl.lit(carry.regular_s)).otherwise(pl.col("interval_s"))
         .alias("interval_s"))
     carry.times = times.select("rid", "ts").tail(1) if times.height else known

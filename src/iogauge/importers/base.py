@@ -24,6 +24,7 @@ from typing import Protocol
 from zoneinfo import ZoneInfo
 
 from iogauge.errors import InputFormatError
+from iogauge.importers.first_report import FirstReport
 from iogauge.model.sampleframe import SampleFrame
 from iogauge.model.waitevents import WaitEventFrame
 
@@ -57,6 +58,8 @@ class Source:
         date_order: ``"MDY"``, ``"DMY"`` or ``"YMD"`` for dates such as 01/02/2024 that
             the file alone cannot decide (``--date-order``); None: inferred, with a note
             when it is a guess (see :mod:`iogauge.importers.timestamps`).
+        first_report: how to read an iostat file's first report (``--first-report``; see
+            :mod:`iogauge.importers.first_report`).
     """
 
     path: str
@@ -70,6 +73,7 @@ class Source:
     start: datetime | None = None
     interval_s: float | None = None
     date_order: str | None = None
+    first_report: FirstReport = FirstReport.AUTO
     #: the line numbers of skipped_examples (inf: none), in the same order
     _skip_keys: list[float] = field(default_factory=list, repr=False)
 

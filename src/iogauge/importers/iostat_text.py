@@ -130,10 +130,12 @@ from numpy.lib.stride_tricks import as_strided
 
 from iogauge.collector.sysfs import guess_parent, kind_from_name
 from iogauge.errors import InputFormatError
-from iogauge.importers import native
+from iogauge.importers import first_report, native
 from iogauge.importers import timestamps as tsx
 from iogauge.importers.base import MAX_LISTED_SKIPS, Source
+from iogauge.importers.first_report import FirstReport
 from iogauge.importers.io import decode
+from iogauge.model import timeline
 from iogauge.model.sampleframe import DEVICE_KINDS, SampleFrame
 
 if TYPE_CHECKING:
@@ -1340,7 +1342,8 @@ class _Parser:
                              f"line(s) before line {first_start + 1}, the first complete "
                              "report, were not imported")
         run = self._run_of(pl.Series([first_start], dtype=pl.Int64))[0]
-        if self.runs[int(run)].banner_line is None:
+        if (self.runs[int(run)].banner_line is None
+                and self.source.first_report is FirstReport.AUTO):
             self.source.note("no 'Linux … (host) date' banner before the first report: the "
                              "file looks like a fragment of a longer log, so no report is "
                              "taken as iostat's since-boot summary")
@@ -1722,9 +1725,16 @@ class _Parser:
             frames.append(self._resolve_plain(rep.filter(pl.col("run").is_in(plain)), plain))
         times = pl.concat(frames, how="vertical_relaxed")
         cpu_cols = [c for c in _CPU_TARGETS if c in rep.columns]
+        # a run's first report: since boot after a banner (checked for plausibility in
+        # _assemble), unless --first-report decides (importers/first_report.py)
+        choice = self.source.first_report
+        if choice is not FirstReport.AUTO:
+            first_report.since_boot(self.source, shown_by=None, busiest=None)  # (its note)
+        first = pl.col("ordinal") == 0
+        boot = (first if choice is FirstReport.SINCE_BOOT else pl.lit(False)
+                if choice is FirstReport.MEASURED else first & pl.col("run").is_in(banner_runs))
         out = rep.select(
-            "report", "run",
-            ((pl.col("ordinal") == 0) & pl.col("run").is_in(banner_runs)).alias("since_boot"),
+            "report", "run", boot.alias("since_boot"),
             pl.col("run").replace_strict(hosts, return_dtype=pl.String).alias("host"),
             *cpu_cols)
         return out.join(times, on="report", how="left")
@@ -1821,15 +1831,17 @@ class _Parser:
         for r in runs:
             run = self.runs[r]
             sub = rep.filter(pl.col("run") == r)
+            relative = self._relative(run, sub)
             value = self.source.interval_s
             if value is None:
-                value = self._no_interval(run, sub)
+                value = timeline.NOMINAL_INTERVAL_S if relative else self._no_interval(run, sub)
             run.nominal_s = value
             if run.anchor is None:
-                run.anchor = self._anchor(run, value)
+                run.anchor = self._relative_anchor(run) if relative else self._anchor(run, value)
             anchors[r] = run.anchor
             steps[r] = round(value * 1e6)
-            shifts[r] = 0 if run.banner_line is not None else 1
+            # (on the relative line report k of the file ends k intervals after its start)
+            shifts[r] = 0 if run.banner_line is not None and not relative else 1
             nominal[r] = value
             last_ord = int(sub["ordinal"].max())  # type: ignore[arg-type]
             run.last_utc = run.anchor + timedelta(microseconds=(last_ord + shifts[r]) * steps[r])
@@ -1840,6 +1852,24 @@ class _Parser:
         return rep.select("report", (anchor + pl.duration(microseconds=offset)).alias("ts"),
                           run_c.replace_strict(nominal, return_dtype=pl.Float64)
                           .alias("interval_s"))
+
+    def _relative(self, run: _Run, rep: pl.DataFrame) -> bool:
+        """Whether a run without time stamps goes on the relative time line
+        (``model.timeline``): no --start, and no interval, or no banner date to count from;
+        a file holding only the since-boot summary keeps its banner date."""
+        if self.source.start is not None or run.anchor is not None:
+            return run.anchor is not None and timeline.is_relative(run.anchor)
+        if self.source.interval_s is not None:
+            return run.banner_date is None
+        measured = rep.filter(~((pl.col("ordinal") == 0) & pl.lit(run.banner_line is not None)))
+        return measured.height > 0 or run.banner_date is None
+
+    def _relative_anchor(self, run: _Run) -> datetime:
+        """Start of a run on the relative line: the epoch, or where the run before ended."""
+        self.source.note(timeline.placement_note(self.source.interval_s))
+        prev_end = max((r.last_utc for r in self.runs.values()
+                        if r.last_utc is not None and r.run_id < run.run_id), default=None)
+        return prev_end if prev_end is not None else timeline.RELATIVE_EPOCH
 
     def _no_interval(self, run: _Run, rep: pl.DataFrame) -> float:
         measured = rep.filter(~((pl.col("ordinal") == 0)
@@ -1909,6 +1939,7 @@ class _Parser:
         if joined["ts"].null_count():
             # rows of a report whose time stamp was refused (--lenient) have no time
             joined = joined.filter(pl.col("ts").is_not_null())
+        joined = self._since_boot_on_evidence(joined)
         joined = _with_total_kbps(joined)
         info = _device_info(joined["device"].unique().to_list())
         # a mapping of the few names, not a join (which would copy every column); a
@@ -1926,6 +1957,23 @@ class _Parser:
             pl.lit(NAME).alias("source"), "host", "device", "device_kind", "parent", "ts",
             "interval_s", "since_boot", *measures)
         return SampleFrame(frame, validate=not _trusted(reports, info, rows))
+
+    def _since_boot_on_evidence(self, rows: pl.DataFrame) -> pl.DataFrame:
+        """A banner's first report stays since-boot only when it is plausible as an average
+        since boot (importers/first_report.py): else it is measured, with a note."""
+        if self.source.first_report is not FirstReport.AUTO or not rows["since_boot"].any():
+            return rows
+        boot = rows.filter(pl.col("since_boot"))
+        measured: list[int] = []
+        for (report,), part in boot.group_by("report", maintain_order=True):
+            if not first_report.since_boot(
+                    self.source, busiest=first_report.busiest(part),
+                    shown_by="the 'Linux … (host) date' banner before it: iostat prints its "
+                    "since-boot summary first ([sysstat] iostat(1))"):
+                measured.append(int(report))
+        if not measured:
+            return rows
+        return rows.with_columns(pl.col("since_boot") & ~pl.col("report").is_in(measured))
 
     def _clean_values(self, df: pl.DataFrame, measures: list[str]) -> pl.DataFrame:
         """NaN/inf (old sysstat prints nan) and negative values (counter bugs) -> null."""

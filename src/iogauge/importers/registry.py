@@ -21,6 +21,7 @@ from zoneinfo import ZoneInfo
 
 from iogauge.errors import InputFormatError, IogaugeError
 from iogauge.importers.base import ImporterModule, ImportResult, Source
+from iogauge.importers.first_report import FirstReport
 from iogauge.importers.io import (
     compression_of,
     decode,
@@ -152,11 +153,13 @@ def import_file(path: str | Path, *, fmt: str | None = None, tz: ZoneInfo | None
                 lenient: bool = False, host: str | None = None,
                 start: datetime | None = None,
                 interval_s: float | None = None,
-                date_order: str | None = None) -> ImportResult:
+                date_order: str | None = None,
+                first_report: FirstReport = FirstReport.AUTO) -> ImportResult:
     """Import one file (compressed or not) with the sniffed or the forced format.
 
     ``start`` and ``interval_s`` are for outputs that lack time stamps, ``date_order`` for
-    dates the file cannot disambiguate (see :class:`Source`).
+    dates the file cannot disambiguate, ``first_report`` for an iostat file's first report
+    (see :class:`Source`).
     """
     p = Path(path)
     with p.open("rb") as fh:
@@ -164,7 +167,7 @@ def import_file(path: str | Path, *, fmt: str | None = None, tz: ZoneInfo | None
     name = fmt or detect(read_head(p), str(p))
     module = load(name)
     source = Source(path=str(p), tz=tz, lenient=lenient, host=host, start=start,
-                    interval_s=interval_s, date_order=date_order)
+                    interval_s=interval_s, date_order=date_order, first_report=first_report)
     iter_parse: Callable[[BinaryIO, Source], Iterator[SampleFrame]] | None = getattr(
         module, "iter_parse", None)
     if iter_parse is not None:

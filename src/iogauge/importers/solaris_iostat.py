@@ -13,10 +13,14 @@ it and iostat(8) (Sun's iostat(1M)) documents it::
 
 Every report starts with ``extended device statistics`` (preceded by its time stamp with
 ``-T``). The first report averages since boot (iostat(8): "The first line of output is for all
-time since boot"), and so does the report after a configuration change, which iostat announces
-with ``<<device added: sd3>>``-style lines (iostat.c forgets the previous snapshot when
-``snapshot_has_changed``): those rows get ``since_boot=True``. ``-z`` omits idle devices, so
-the device set varies. Linux sysstat ``iostat -x`` (``Device r/s rkB/s ...``) is another format.
+time since boot") when the file is a whole capture, and so does the report after a
+configuration change, which iostat announces with ``<<device added: sd3>>``-style lines
+(iostat.c forgets the previous snapshot when ``snapshot_has_changed``): those rows get
+``since_boot=True``. A file that starts at a column header, or whose first report has a device
+at 90 %b or more, is an excerpt: its first report is measured (see
+:mod:`~iogauge.importers.first_report`; ``--first-report`` decides instead). ``-z`` omits idle
+devices, so the device set varies. Linux sysstat ``iostat -x`` (``Device r/s rkB/s ...``) is
+another format.
 
 Column mapping (iostat(8) "Output" and iostat.c):
 
@@ -47,9 +51,10 @@ calculated"), so when every ``wt`` of the file is 0 it is left null. ``-I`` (cou
 interval) is refused.
 
 Time stamps: ``-T u`` is epoch seconds (UTC); ``-T d`` is local time (its zone abbreviation is
-not trusted unless UTC/GMT - use ``--tz``); without ``-T`` the reports carry no time at all,
-so ``Source.start`` and ``Source.interval_s`` are required (report k ends at start + k x
-interval). A report cut off by the end of the file is dropped whole (see :func:`parse`).
+not trusted unless UTC/GMT - use ``--tz``); without ``-T`` the reports carry no time at all:
+with ``Source.start`` and ``Source.interval_s`` report k ends at start + k x interval, without
+a start they are numbered on the relative time line of :mod:`iogauge.model.timeline`. A report
+cut off by the end of the file is dropped whole (see :func:`parse`).
 
 A file is read a piece of :data:`CHUNK_BYTES` at a time (:func:`iter_parse`), each piece's
 last report read again with the next one, so a long capture imports in bounded memory: 100 MB
@@ -69,7 +74,9 @@ from typing import BinaryIO
 import polars as pl
 
 from iogauge.errors import InputFormatError
+from iogauge.importers import first_report
 from iogauge.importers.base import Source
+from iogauge.importers.first_report import busiest
 from iogauge.importers.unix_sar import (
     LineCarry,
     host_fallback,
@@ -80,6 +87,7 @@ from iogauge.importers.unix_sar import (
     refuse_rows,
     start_local,
 )
+from iogauge.model import timeline
 from iogauge.model.sampleframe import TS_DTYPE, SampleFrame
 
 NAME = "solaris-iostat"
@@ -171,6 +179,10 @@ class _Carry(LineCarry):
         zero_row: some device row given out is all zeros (the file is not ``-z``).
         wt_nonzero: some ``wt`` given out is not 0 (it is measured: kept from then on).
         wt_null_to: cpu_iowait_pct was left null up to this line (every ``wt`` was 0).
+        mid_capture: the file starts at a column header, not at iostat's first title or
+            time stamp: an excerpt, whose first report is not the since-boot one.
+        lead: 1 when the first report is measured (not printed when iostat started): on
+            ``--start`` + k x interval, report k (from 0) then ends k + 1 intervals on.
     """
 
     first: bool = True
@@ -184,6 +196,8 @@ class _Carry(LineCarry):
     zero_row: bool = False
     wt_nonzero: bool = False
     wt_null_to: int | None = None
+    mid_capture: bool = False
+    lead: int = 0
 
 
 def iter_parse(stream: BinaryIO, source: Source, *, chunk_bytes: int = CHUNK_BYTES
@@ -295,6 +309,7 @@ def _parse_piece(lines: pl.DataFrame, source: Source, carry: _Carry, *, final: b
         # lines before it - blank, a shell prompt - stay in report -1, which holds no header:
         # the stray ones are refused below as lines before the column header.)
         df = df.with_columns(pl.col("rid") + 1)
+        carry.mid_capture = True
 
     # --- a piece that is not the file's last: its last report waits for the next piece ---
     n_reports = max_int(df["rid"]) + 1
@@ -377,7 +392,8 @@ def _parse_piece(lines: pl.DataFrame, source: Source, carry: _Carry, *, final: b
     carry.prev_devices = in_last["device"].to_list() if in_last.height else None
     if rows.height == 0:
         if not final and timestamped:
-            times = _report_times(df, n_reports, timestamped, source, base, carry.last_ts)
+            times = _report_times(df, n_reports, timestamped, source, base, carry.last_ts,
+                                  lead=carry.lead)
             carry.last_ts = times["ts"][-1] if times.height else carry.last_ts
         return None
     if (final and last not in drop and last not in changed
@@ -389,22 +405,30 @@ def _parse_piece(lines: pl.DataFrame, source: Source, carry: _Carry, *, final: b
         if rows.height == 0:
             return None
 
-    times = _report_times(df, n_reports, timestamped, source, base, carry.last_ts)
-    carry.last_ts = times["ts"][-1] if times.height else carry.last_ts
-    if first or carry.regular_s is None:
-        carry.regular_s = _regular_interval(times, source)
-    regular = carry.regular_s
     since = changed & set(range(n_reports))
     if changed - {0} or (0 in changed and not first):
         source.note("iostat reported a configuration change (<<...>> lines): the report after "
                     "it averages since boot again and is flagged since_boot")
-    if first:
-        source.note("the first iostat report averages since boot: kept with since_boot=True")
+    if first and not first_report.since_boot(
+            source, busiest=busiest(rows.filter(pl.col("rid") == 0)),
+            shown_by=None if carry.mid_capture else
+            "iostat(8): a run's first report covers the time since boot, and the file starts "
+            "where iostat's output starts"):
+        since.discard(0)
+        carry.lead = 1
+    times = _report_times(df, n_reports, timestamped, source, base, carry.last_ts,
+                          lead=carry.lead)
+    carry.last_ts = times["ts"][-1] if times.height else carry.last_ts
+    if first or carry.regular_s is None:
+        carry.regular_s = _regular_interval(times, source, relative=not timestamped
+                                            and source.start is None)
+    regular = carry.regular_s
     rows = rows.join(times, on="rid", how="left").with_columns(
         pl.col("rid").is_in(sorted(since)).alias("since_boot"))
+    # (a measured first report has no report before it: it covers the regular interval)
     rows = rows.with_columns(
-        pl.when(pl.col("since_boot")).then(pl.lit(regular)).otherwise(pl.col("interval_s"))
-        .alias("interval_s"))
+        pl.when(pl.col("since_boot") | pl.col("interval_s").is_null()).then(pl.lit(regular))
+        .otherwise(pl.col("interval_s")).alias("interval_s"))
     bad_iv = rows.filter(~(pl.col("interval_s") > 0))
     if bad_iv.height:
         refuse_rows(source, bad_iv.with_columns(
@@ -634,22 +658,31 @@ def _cut_by_device_list(rows: pl.DataFrame, last: int, prev_devices: list[str] |
 
 
 def _report_times(df: pl.DataFrame, n_reports: int, timestamped: bool, source: Source,
-                  base: int = 0, prev_ts: datetime | None = None) -> pl.DataFrame:
+                  base: int = 0, prev_ts: datetime | None = None, *, lead: int = 0
+                  ) -> pl.DataFrame:
     """``rid`` -> ``ts`` (UTC) and ``interval_s`` (since the previous report) for a piece of
     the file whose first report is the file's report ``base`` (0-based), ``prev_ts`` the time
-    of the report before it."""
+    of the report before it (``lead``: see :class:`_Carry`)."""
     if not timestamped:
         start = start_local(source)
-        if start is None or source.interval_s is None or source.interval_s <= 0:
+        if start is None:
+            # no clock in the file and none given: report k (from 1) on the relative line
+            source.note(timeline.placement_note(source.interval_s))
+            step_s = source.interval_s or timeline.NOMINAL_INTERVAL_S
+            ts = pl.DataFrame({"rid": list(range(n_reports)), "ts": [
+                timeline.RELATIVE_EPOCH + timedelta(seconds=(base + k + 1) * step_s)
+                for k in range(n_reports)]}, schema={"rid": pl.Int64(), "ts": TS_DTYPE})
+        elif source.interval_s is None or source.interval_s <= 0:
             raise InputFormatError(source.path, None, "these iostat reports carry no time "
-                                   "stamps (iostat was run without -T d|u): supply the start "
-                                   "time and the sampling interval (--start, --interval)")
-        step = timedelta(seconds=source.interval_s)
-        naive = pl.DataFrame({"rid": list(range(n_reports)),
-                              "ts_local": [start + (base + k) * step
-                                           for k in range(n_reports)]},
-                             schema={"rid": pl.Int64(), "ts_local": pl.Datetime("us")})
-        ts = naive.with_columns(localize(pl.col("ts_local"), source).alias("ts"))
+                                   "stamps (iostat was run without -T d|u): with --start, "
+                                   "give the sampling interval too (--interval)")
+        else:
+            step = timedelta(seconds=source.interval_s)
+            naive = pl.DataFrame({"rid": list(range(n_reports)),
+                                  "ts_local": [start + (base + k + lead) * step
+                                               for k in range(n_reports)]},
+                                 schema={"rid": pl.Int64(), "ts_local": pl.Datetime("us")})
+            ts = naive.with_columns(localize(pl.col("ts_local"), source).alias("ts"))
     else:
         stamps = df.filter(pl.col("is_ts")).select("rid", "line_no", "line", "is_ts_u")
         u = stamps.filter(pl.col("is_ts_u")).select(
@@ -680,12 +713,15 @@ def _report_times(df: pl.DataFrame, n_reports: int, timestamped: bool, source: S
     return ts.filter(pl.col("rid") >= 0) if prev_ts is not None else ts
 
 
-def _regular_interval(times: pl.DataFrame, source: Source) -> float:
-    """The file's sampling interval: ``Source.interval_s``, else the median report spacing."""
+def _regular_interval(times: pl.DataFrame, source: Source, *, relative: bool) -> float:
+    """The file's sampling interval: ``Source.interval_s``, else the median report spacing
+    (on the ``relative`` time line, the nominal spacing for a single report)."""
     if source.interval_s is not None and source.interval_s > 0:
         return float(source.interval_s)
     diffs = times["interval_s"].drop_nulls()
     diffs = diffs.filter(diffs > 0)
+    if diffs.len() == 0 and relative:
+        return timeline.NOMINAL_INTERVAL_S
     if diffs.len() == 0:
         raise InputFormatError(source.path, None, "a single since-boot iostat report has no "
                                "sampling interval: supply it with --interval")

@@ -7,6 +7,7 @@ from rich.table import Table
 from rich.text import Text
 
 from iogauge.analysis.types import AnalysisResult, Evidence, Finding
+from iogauge.model.timeline import RelativeTimeline, when
 from iogauge.reporting.metrics import ATTRIBUTE_FORMATS, CAPABILITY_FORMATS, CAPACITY_FORMATS
 
 VERDICT_STYLE: dict[str, str] = {
@@ -34,12 +35,11 @@ def evidence_text(e: Evidence) -> str:
     return s
 
 
-def _finding(console: Console, f: Finding) -> None:
+def _finding(console: Console, f: Finding, line: RelativeTimeline | None) -> None:
     head = Text()
     head.append(f"{f.severity.upper():8}", style=SEVERITY_STYLE[f.severity])
     head.append(f" {f.device or 'host'}", style="bold")
-    head.append(f"  {f.window_start:%Y-%m-%d %H:%M:%S} - {f.window_end:%H:%M:%S} UTC  ",
-                style="dim")
+    head.append(f"  {when(f.window_start, f.window_end, line)}  ", style="dim")
     head.append(f.title)
     console.print(head)
     for e in f.evidence:
@@ -93,7 +93,7 @@ def print_analysis(console: Console, result: AnalysisResult, title: str,
         console.print()
         console.print(Text("findings", style="bold"))
         for f in shown:
-            _finding(console, f)
+            _finding(console, f, result.timeline)
     if len(shown) < len(findings):
         console.print(f"... {len(findings) - len(shown)} more finding(s): use --all or --json",
                       style="dim")

@@ -50,6 +50,7 @@ from iogauge.analysis.types import (
 from iogauge.errors import IogaugeError
 from iogauge.fsutil import fsync_dir
 from iogauge.model.sampleframe import SampleFrame
+from iogauge.model.timeline import NO_INTERVAL, RelativeTimeline, is_relative
 from iogauge.reporting.downsample import grid_thin, minmax_envelope
 from iogauge.reporting.metrics import (
     ATTRIBUTE_FORMATS,
@@ -117,9 +118,12 @@ def _ts(dt: datetime | None) -> str:
     return dt.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%SZ")
 
 
-def _span(start: datetime, end: datetime) -> str:
+def _span(start: datetime, end: datetime, line: RelativeTimeline | None = None) -> str:
     """``2024-05-01 02:10:00Z - 02:15:00Z (5 min)`` (an en dash); the date repeated only when
-    it changes."""
+    it changes. On the relative time line of reports without time stamps, the reports
+    (``report 2 of 5 (interval not in the file)``): no clock time, no duration."""
+    if line is not None and is_relative(end):
+        return line.describe(start, end)
     s, e = start.astimezone(UTC), end.astimezone(UTC)
     tail = e.strftime("%H:%M:%SZ") if s.date() == e.date() else _ts(e)
     return f"{_ts(s)} \u2013 {tail} ({_duration((e - s).total_seconds())})"
@@ -494,7 +498,8 @@ def _evidence_row(ev: Evidence) -> str:
             f"<td class='num'>{_e(thr)}</td><td>{_e(ev.note)}</td></tr>")
 
 
-def _finding_card(i: int, f: Finding, dev_idx: Mapping[str, int]) -> str:
+def _finding_card(i: int, f: Finding, dev_idx: Mapping[str, int],
+                  line: RelativeTimeline | None = None) -> str:
     d = dev_idx.get(f.device) if f.device is not None else None
     if d is not None:
         where = (f"<a href='#dev-d{d}' class='devlink' data-zoom-dev='{d}' data-zoom-finding"
@@ -510,7 +515,7 @@ def _finding_card(i: int, f: Finding, dev_idx: Mapping[str, int]) -> str:
     return (f"<article class='finding sev-{_e(f.severity)}' id='f{i}'{dev_attr}>"
             f"<header><span class='fid'>#{i + 1}</span> {_sev_badge(f.severity)} "
             f"<strong>{_e(f.title)}</strong></header>"
-            f"<p class='when'>{where} · {_e(_span(f.window_start, f.window_end))} · rule "
+            f"<p class='when'>{where} · {_e(_span(f.window_start, f.window_end, line))} · rule "
             f"<code>{_e(f.rule)}</code></p>{ev}"
             f"<p><b>Why it matters.</b> {_e(f.explanation)}</p>"
             f"<p><b>What to do.</b> {_e(f.suggestion)}</p>"
@@ -627,7 +632,8 @@ def _figure(fid: str, title: str, caption: str, kind: str) -> str:
 
 
 def _device_section(i: int, rep: DeviceReport, charts: list[tuple[str, str, str, str]],
-                    findings: Sequence[tuple[int, Finding]], missing_note: str) -> str:
+                    findings: Sequence[tuple[int, Finding]], missing_note: str,
+                    line: RelativeTimeline | None = None) -> str:
     meta = [rep.kind, f"host {rep.host}", f"source {rep.source}"]
     if rep.parent:
         meta.append(f"part of {rep.parent}")
@@ -637,7 +643,7 @@ def _device_section(i: int, rep: DeviceReport, charts: list[tuple[str, str, str,
             f"<li><a href='#dev-d{i}' data-zoom-dev='{i}' data-zoom-start="
             f"'{w.start.timestamp():.3f}' data-zoom-end='{w.end.timestamp():.3f}'>"
             f"{_e(metric_format(w.metric).title)} {_e(_smart(w.value))} {_e(w.unit)}</a> · "
-            f"{_e(_span(w.start, w.end))}</li>" for w in rep.worst_windows)
+            f"{_e(_span(w.start, w.end, line))}</li>" for w in rep.worst_windows)
         worst = f"<div class='worst'><b>Worst windows</b> (shaded grey)<ul>{items}</ul></div>"
     flist = ""
     if findings:
@@ -1007,7 +1013,8 @@ def render_report(frame: SampleFrame, result: AnalysisResult, *, title: str,
                              "marks": marks, "charts": specs})
         note = "" if i in present else ("No samples of this device in the data given to the "
                                         "report.")
-        sections.append(_device_section(i, rep, figs, by_dev.get(i, []), note))
+        sections.append(_device_section(i, rep, figs, by_dev.get(i, []), note,
+                                        result.timeline))
 
     guarantee_html = ""
     guarantee_data: list[dict[str, Any]] = []
@@ -1019,6 +1026,8 @@ def render_report(frame: SampleFrame, result: AnalysisResult, *, title: str,
     metrics = {k: f.to_dict() for k, f in SERIES_FORMATS.items()}
     metrics.update({k: f.to_dict() for k, f in GUARANTEE_FORMATS.items() if k not in metrics})
     data = {"version": 1, "base": int(base_s), "width": width_px, "metrics": metrics,
+            "relative": (None if result.timeline is None else
+                         {"interval": result.timeline.interval_s}),
             "devices": devices_data, "guarantee": guarantee_data,
             "findings": [{"title": f.title, "severity": f.severity} for f in findings]}
     data_json = _script_json(_dump(data))
@@ -1026,13 +1035,18 @@ def render_report(frame: SampleFrame, result: AnalysisResult, *, title: str,
 
     n_crit = sum(1 for f in findings if f.severity == "critical")
     n_warn = sum(1 for f in findings if f.severity == "warning")
-    span = (_span(result.start, result.end) if result.start is not None
+    line = result.timeline
+    span = (_span(result.start, result.end, line) if result.start is not None
             and result.end is not None else "no data")
     meta = [span, f"{len(reports)} device(s)",
             f"{len(findings)} finding(s): {n_crit} critical, {n_warn} warning"]
-    if result.interval_s is not None:
-        meta.append(f"samples every {_duration(result.interval_s)}")
-    meta.append(f"analysis windows {_duration(result.window_s)}")
+    if line is not None:  # no interval or duration the file does not hold
+        meta.append(f"reports without time stamps ({NO_INTERVAL}); analysis windows "
+                    f"{line.windows_text(result.window_s)}")
+    else:
+        if result.interval_s is not None:
+            meta.append(f"samples every {_duration(result.interval_s)}")
+        meta.append(f"analysis windows {_duration(result.window_s)}")
     notes = "".join(f"<li>{_e(n)}</li>" for n in result.notes)
     nav = ["<a href='#verdicts'>Verdicts</a>", "<a href='#findings'>Findings</a>",
            "<a href='#devices'>Devices</a>"]
@@ -1047,7 +1061,7 @@ def render_report(frame: SampleFrame, result: AnalysisResult, *, title: str,
     verdict_opts = "".join(f"<option>{_e(v)}</option>"
                            for v in dict.fromkeys(r.verdict for r in reports))
     written = datetime.now(tz=UTC).strftime("%Y-%m-%d %H:%M:%SZ")
-    findings_html = ("".join(_finding_card(j, f, dev_idx) for j, f in enumerate(findings))
+    findings_html = ("".join(_finding_card(j, f, dev_idx, line) for j, f in enumerate(findings))
                      or "<p class='muted'>No finding: no rule saw a problem.</p>")
     toolbar = (
         "<nav class='toolbar noprint'>" + " ".join(nav)

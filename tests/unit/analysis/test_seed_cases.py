@@ -52,8 +52,9 @@ def test_seed001_ssd2_137ms_at_100pct_busy_is_the_bottleneck() -> None:
     svc = next(e for m, e in ev.items() if m.startswith(("svc_t", "await", "response")))
     assert svc.value == pytest.approx(137.8)
     assert svc.threshold == pytest.approx(50.0)
-    # the single report is analysed, and the report says it was a since-boot average
-    assert any("since-boot" in n for n in res.notes)
+    # the single quoted report is analysed as a measured interval: at 100 %b it cannot be an
+    # average since boot (importers/first_report.py)
+    assert any(f.window_end == res.end for f in crit)
 
 
 def test_seed001_sd0_1246ms_with_w33_is_flagged_and_idle_disks_are_clean() -> None:
@@ -132,13 +133,15 @@ def test_seed002_premium_ssd_fine_at_3ms_and_the_cause_at_tens_of_ms() -> None:
 def test_json_shape_matches_the_documented_schema() -> None:
     res = _solaris("seed001-iostat-x5-cp-maxcontig6.txt")
     d = res.to_dict()
-    assert set(d) == {"start", "end", "interval_s", "window_s", "notes", "devices",
-                      "findings"}
+    assert set(d) == {"start", "end", "interval_s", "window_s", "notes", "timeline",
+                      "devices", "findings"}
+    assert d["timeline"] is None  # on the clock (--start given)
     dev = d["devices"][0]
     assert {"device", "verdict", "attributes", "capability", "capacity"} <= set(dev)
     f = d["findings"][0]
-    assert set(f) == {"rule", "severity", "device", "window_start", "window_end", "title",
-                      "evidence", "explanation", "suggestion", "source"}
+    assert set(f) == {"rule", "severity", "device", "window_start", "window_end", "when",
+                      "title", "evidence", "explanation", "suggestion", "source"}
+    assert f["when"].endswith(" UTC")
     assert {"metric", "value", "threshold"} <= set(f["evidence"][0])
 
 

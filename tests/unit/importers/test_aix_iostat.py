@@ -3,7 +3,7 @@ and -DlT layouts, suffix scaling, refusals with file:line, --lenient and cut-off
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import polars as pl
@@ -15,6 +15,8 @@ from tests.helpers.importing import assert_pieces_agree, read_outcome, reading_v
 from iogauge.errors import InputFormatError
 from iogauge.importers import aix_iostat
 from iogauge.importers.base import Source
+from iogauge.importers.first_report import FirstReport
+from iogauge.model import timeline
 
 FIX = Path(__file__).resolve().parents[2] / "fixtures" / "aix-iostat"
 SALT = FIX / "salt-aix-iostat-dD.txt"
@@ -58,12 +60,19 @@ def test_salt_real_output() -> None:
     assert (r["queue_wait_len"], r["active_len"], r["aqu_sz"]) == (0.0, 0.0, 0.0)
     assert r["r_await_ms"] is None and r["w_await_ms"] is None
     assert (r["device_kind"], r["host"], r["source"]) == ("disk", "l490vp031", "aix-iostat")
-    assert any("since boot" in n for n in src.notes)
+    assert any("since-boot average (IBM" in n for n in src.notes)
 
 
-def test_untimed_needs_start_and_interval() -> None:
-    with pytest.raises(InputFormatError, match=r"--start, --interval"):
-        parse(SALT)
+def test_untimed_without_options_is_numbered_on_the_relative_line() -> None:
+    df, src = parse(SALT)
+    step = timedelta(seconds=timeline.NOMINAL_INTERVAL_S)
+    assert df["ts"].to_list() == [timeline.RELATIVE_EPOCH + k * step for k in (1, 2, 3)]
+    assert df["since_boot"].to_list() == [True, False, False]
+    assert any("relative time line" in n for n in src.notes)
+    df, src = parse(SALT, first_report=FirstReport.MEASURED)
+    assert not df["since_boot"].any()
+    with pytest.raises(InputFormatError, match="--interval"):
+        parse(SALT, start=datetime(2021, 6, 1, 12))
 
 
 def test_block_form_with_times_and_suffixes() -> None:

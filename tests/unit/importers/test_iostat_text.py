@@ -28,6 +28,8 @@ from test_iostat_native import decode_native
 from iogauge.errors import InputFormatError
 from iogauge.importers import iostat_text, native, registry
 from iogauge.importers.base import Source
+from iogauge.importers.first_report import FirstReport
+from iogauge.model import timeline
 from iogauge.model.sampleframe import SampleFrame
 
 FIX = Path(__file__).resolve().parents[2] / "fixtures" / "iostat"
@@ -430,12 +432,46 @@ def _reports(name: str) -> list[str]:
     return re.split(r"(?m)^(?=\d\d/\d\d/\d\d)", (FIX / name).read_text())
 
 
-def test_no_stamps_and_no_interval_is_refused_with_the_fix() -> None:
+def test_no_stamps_and_no_interval_are_numbered_on_the_relative_line() -> None:
+    # iostat -x without -t and no options: the rates are per second already, so every
+    # report is read; they are numbered from the epoch a nominal interval apart, the first
+    # (after the banner, 0.x % busy) being the since-boot summary
     text = re.sub(r"(?m)^\d\d/\d\d/\d\d \d\d:\d\d:\d\d\n", "", (FIX / V117).read_text())
-    with pytest.raises(InputFormatError) as err:
-        load(text.encode())
-    assert "--interval" in str(err.value)
-    assert err.value.line_no is not None
+    frame, src = load(text.encode())
+    ts = frame.df.sort("ts")["ts"].unique(maintain_order=True)
+    step = dt.timedelta(seconds=timeline.NOMINAL_INTERVAL_S)
+    assert ts[0] == timeline.RELATIVE_EPOCH + step and ts[1] == ts[0] + step
+    assert ts.len() == 82 and all(timeline.is_relative(t) for t in ts)
+    assert frame.df.filter(pl.col("ts") == ts[0])["since_boot"].all()
+    assert not frame.df.filter(pl.col("ts") > ts[0])["since_boot"].any()
+    assert any("relative time line" in n for n in src.notes)
+    assert any("since-boot average (the 'Linux" in n for n in src.notes)
+
+
+def test_an_excerpt_without_banner_or_stamps_needs_no_options() -> None:
+    # two measured reports pasted from the middle of a log: no banner, no -t
+    text = re.sub(r"(?m)^\d\d/\d\d/\d\d \d\d:\d\d:\d\d\n", "", "".join(_reports(V117)[3:5]))
+    frame, src = load(text.encode())
+    assert frame.df["ts"].n_unique() == 2 and not frame.df["since_boot"].any()
+    assert any("fragment of a longer log" in n for n in src.notes)
+    # --first-report since-boot: the user knows it was the start of the run
+    frame, src = load(text.encode(), first_report=FirstReport.SINCE_BOOT)
+    assert frame.df.filter(pl.col("since_boot"))["ts"].n_unique() == 1
+    assert not any("fragment of a longer log" in n for n in src.notes)
+
+
+def test_a_banner_report_implausible_since_boot_is_measured() -> None:
+    # the banner, then a first report with sdb 98.9 % busy: no average since boot looks like
+    # that, so the paste is an excerpt that kept the banner
+    text = (FIX / "seed003-insert-hdd-invented.txt").read_text()
+    head, _quiet, rest = text.split("avg-cpu:", 2)
+    frame, src = load(("avg-cpu:".join([head, rest])).encode())
+    assert not frame.df["since_boot"].any()
+    assert any("sdb is 98.9 % busy" in n for n in src.notes)
+    frame, src = load(("avg-cpu:".join([head, rest])).encode(),
+                      first_report=FirstReport.MEASURED)
+    assert not frame.df["since_boot"].any()
+    assert any("--first-report measured" in n for n in src.notes)
 
 
 def test_no_stamps_with_interval_counts_from_banner_midnight() -> None:

@@ -4,7 +4,7 @@ file:line, --lenient counts and cut-off files (fixtures described in tests/fixtu
 from __future__ import annotations
 
 import io
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from zoneinfo import ZoneInfo
 
@@ -21,6 +21,8 @@ from tests.helpers.importing import (
 from iogauge.errors import InputFormatError
 from iogauge.importers import solaris_iostat
 from iogauge.importers.base import Source
+from iogauge.importers.first_report import FirstReport
+from iogauge.model import timeline
 
 FIX = Path(__file__).resolve().parents[2] / "fixtures" / "solaris-iostat"
 SEED_X = FIX / "seed001-iostat-x.txt"
@@ -28,6 +30,7 @@ SEED_CP = FIX / "seed001-iostat-x5-cp-maxcontig6.txt"
 SEED_MKFILE = FIX / "seed001-iostat-x2-mkfile-maxcontig6.txt"
 XN = FIX / "doc-iostat-xcnpz-Td.txt"
 XTC = FIX / "doc-iostat-xtc-Tu.txt"
+EXCERPT = FIX / "goodus-excerpt-two-reports.txt"
 START = datetime(2008, 2, 21, 10, 0, 0)
 
 
@@ -52,12 +55,54 @@ def utc(*a: int) -> datetime:
 # ---------------------------------------------------------------------------------------------
 # seed 001's quoted outputs (no -T: start and interval come from the user)
 # ---------------------------------------------------------------------------------------------
-def test_untimestamped_needs_start_and_interval() -> None:
-    with pytest.raises(InputFormatError, match=r"--start, --interval") as err:
-        parse(SEED_X)
-    assert err.value.line_no is None
-    with pytest.raises(InputFormatError, match="--interval"):
+def test_untimestamped_without_options_is_numbered_on_the_relative_line() -> None:
+    # a pasted excerpt ([Goodus] quotes iostat -x without -T): no start, no interval
+    df, src = parse(SEED_X)
+    assert set(df["ts"]) == {timeline.RELATIVE_EPOCH + timedelta(seconds=60)}  # report 1
+    assert set(df["interval_s"]) == {timeline.NOMINAL_INTERVAL_S}
+    assert any("relative time line" in n for n in src.notes)
+    # --interval alone: the real spacing, still no clock time
+    df, _ = parse(EXCERPT, interval_s=5.0)
+    assert sorted(set(df["ts"])) == [timeline.RELATIVE_EPOCH + timedelta(seconds=s)
+                                     for s in (5, 10)]
+    # --start without an interval cannot place report 2
+    with pytest.raises(InputFormatError, match="--interval") as err:
         parse(SEED_X, start=START)
+    assert err.value.line_no is None
+
+
+def test_an_excerpt_at_100pct_busy_starts_with_a_measured_report() -> None:
+    # [Goodus]'s two reports pasted together: ssd2 at 100 %b in the first is no average
+    # since boot, so that report is measured (and said so)
+    df, src = parse(EXCERPT)
+    assert not df["since_boot"].any()
+    ssd2 = df.filter(pl.col("device") == "ssd2").sort("ts")
+    assert ssd2["await_ms"].to_list() == [137.8, 5.6]
+    assert ssd2["util_pct"].to_list() == [100.0, 7.0]
+    assert any("measured interval" in n and "ssd2 is 100 % busy" in n for n in src.notes)
+    # the user can say otherwise
+    df, src = parse(EXCERPT, first_report=FirstReport.SINCE_BOOT)
+    assert df.filter(pl.col("since_boot"))["ts"].unique().to_list() == [
+        timeline.RELATIVE_EPOCH + timedelta(seconds=60)]
+    assert any("--first-report since-boot" in n for n in src.notes)
+
+
+def test_a_whole_capture_keeps_its_since_boot_report_unless_told_otherwise() -> None:
+    df, src = parse(XTC)  # iostat -xtc -T u: starts at its first stamp, sd0 at 1 %b
+    first = df["ts"].min()
+    assert df.filter(pl.col("ts") == first)["since_boot"].all()
+    assert any("since-boot average (iostat(8)" in n for n in src.notes)
+    df, src = parse(XTC, first_report=FirstReport.MEASURED)
+    assert not df["since_boot"].any()
+    assert any("--first-report measured" in n for n in src.notes)
+
+
+def test_a_file_that_starts_at_the_column_header_is_mid_capture() -> None:
+    text = SEED_X.read_text()
+    cut = text[text.index("\ndevice") + 1:]  # no title line: copied from a longer log
+    df, src = parse(SEED_X, data=cut.encode())
+    assert not df["since_boot"].any()
+    assert any("starts mid-capture" in n for n in src.notes)
 
 
 def test_seed_iostat_x_since_boot() -> None:
@@ -314,18 +359,20 @@ def test_output_copied_from_its_column_header_on() -> None:
     """Untimestamped output without its first 'extended device statistics' title, or with
     blank lines before it: the same rows (the report ids of the lines before the first title
     wrapped round in UInt32, and a MemoryError followed). A shell prompt line before it is
-    a stray line: refused, or skipped alone."""
+    a stray line: refused, or skipped alone. (Without its title the file starts
+    mid-capture, so its first report is measured: the rows are compared with that said.)"""
+    kw = {"start": START, "interval_s": 5.0, "first_report": FirstReport.MEASURED}
     for path in (SEED_X, SEED_CP):
         data = path.read_bytes()
-        whole, _ = parse(path, data, start=START, interval_s=5.0)
+        whole, _ = parse(path, data, **kw)
         for text in (data.split(b"\n", 1)[1], b"\n" + data, b"\n  \n" + data.split(b"\n", 1)[1]):
-            df, _ = parse(path, text, start=START, interval_s=5.0)
+            df, _ = parse(path, text, **kw)
             assert df.equals(whole), (path, text[:40])
         prompt = b"$ iostat -x 5\n" + data
         with pytest.raises(InputFormatError, match="before the iostat column header") as err:
-            parse(path, prompt, start=START, interval_s=5.0)
+            parse(path, prompt, **kw)
         assert err.value.line_no == 1
-        df, src = parse(path, prompt, start=START, interval_s=5.0, lenient=True)
+        df, src = parse(path, prompt, lenient=True, **kw)
         assert df.equals(whole) and src.skipped == 1
 
 

@@ -52,6 +52,7 @@ from iogauge.analysis.context import PART_KINDS, AnalysisContext, DeviceContext
 from iogauge.analysis.summary import IDLE_IOPS
 from iogauge.analysis.types import Evidence, Finding, Severity
 from iogauge.analysis.windows import window_label
+from iogauge.model.timeline import RelativeTimeline
 
 #: At most this many findings per rule per device: the worst runs (preamble contract).
 MAX_FINDINGS_PER_DEVICE = 3
@@ -444,10 +445,11 @@ def find_runs(windows: pl.DataFrame, level: pl.Expr | pl.Series | str,
 # ------------------------------------------------------------------------------------------
 # evidence and findings
 # ------------------------------------------------------------------------------------------
-def matched_evidence(found: Matches, run: Run | None = None) -> Evidence:
+def matched_evidence(found: Matches, run: Run | None = None,
+                     timeline: RelativeTimeline | None = None) -> Evidence:
     """Evidence ``windows_matched``: how many windows matched, in how many runs, and how
     long the reported run is (the preamble: a finding says how many windows matched)."""
-    label = window_label(found.window_s)
+    label = window_label(found.window_s, timeline)
     note = (f"{found.matched_windows} of {found.total_windows} {label} windows in "
             f"{found.run_count} run(s)")
     if run is not None:
@@ -464,7 +466,7 @@ def run_finding(rule: str, dev: DeviceContext, run: Run, found: Matches, *, titl
     is appended, severity defaults to the run's (:attr:`Run.severity`)."""
     return Finding(rule=rule, severity=severity or run.severity, device=dev.key,
                    window_start=run.start, window_end=run.end, title=title,
-                   evidence=[*evidence, matched_evidence(found, run)],
+                   evidence=[*evidence, matched_evidence(found, run, dev.timeline)],
                    explanation=explanation, suggestion=suggestion, source=source)
 
 
@@ -495,6 +497,12 @@ def judged_via_parent(ctx: AnalysisContext, dev: DeviceContext) -> bool:
 # ------------------------------------------------------------------------------------------
 # number formatting for titles (evidence keeps the raw numbers)
 # ------------------------------------------------------------------------------------------
+def subject(dev: DeviceContext) -> str:
+    """A title's opening ``sdb: ``; a name that ends in a colon itself (Windows drives ``D:``)
+    takes only the space, so a title never reads ``D:: 60 % busy``."""
+    return f"{dev.key} " if dev.key.endswith(":") else f"{dev.key}: "
+
+
 def fmt_num(v: float | None, digits: int = 1) -> str:
     """``1,246.4``; integers without decimals (``5,000``); ``n/a`` for None."""
     if v is None or not math.isfinite(v):

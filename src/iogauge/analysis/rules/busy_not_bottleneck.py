@@ -57,6 +57,7 @@ from iogauge.analysis.rules._common import (
     level_expr,
     run_finding,
     span_finding,
+    subject,
 )
 from iogauge.analysis.types import Evidence, Finding, Severity
 
@@ -212,7 +213,7 @@ def _no_cpu(ctx: AnalysisContext, dev: DeviceContext, busy: pl.Expr) -> list[Fin
     util = float(run.worst["util_pct"])
     return [span_finding(
         RULE_ID, dev.key, (run.start, run.end), severity="info",
-        title=(f"{dev.key}: {fmt_pct(util)} busy, CPU data absent: cannot tell busy from "
+        title=(subject(dev) + f"{fmt_pct(util)} busy, CPU data absent: cannot tell busy from "
                "bottleneck"),
         evidence=[Evidence("util_pct", util, "%", BUSY_PCT, ">=", "worst window mean"),
                   Evidence("windows_busy", float(found.matched_windows), "windows",

@@ -46,6 +46,7 @@ from iogauge.analysis.rules._common import (
     iops_expr,
     level_expr,
     run_finding,
+    subject,
 )
 from iogauge.analysis.types import Evidence, Finding
 
@@ -132,7 +133,7 @@ def _device(ctx: AnalysisContext, dev: DeviceContext) -> list[Finding]:
         if r_iops is not None:
             evidence.append(Evidence("r_iops", float(r_iops), "IO/s"))
         miss = 100.0 - judged
-        title = (f"{dev.key}: {what} {fmt_pct(judged)} for a read-heavy random workload: "
+        title = (subject(dev) + f"{what} {fmt_pct(judged)} for a read-heavy random workload: "
                  f"{fmt_pct(miss)} of reads go to the disks")
         explanation = (f"Reads that miss the controller cache are staged from the rank's "
                        f"disks (several ms each) instead of served from cache (a few tenths "

@@ -47,6 +47,7 @@ from iogauge.analysis.rules._common import (
     level_expr,
     run_finding,
     span_finding,
+    subject,
 )
 from iogauge.analysis.types import Attributes, Capability, Evidence, Finding, Severity
 
@@ -193,7 +194,7 @@ def _run_finding(dev: DeviceContext, cap: Capability, run: Run, found: Matches) 
     by_mb = mb_ratio is not None and (io_ratio is None or mb_ratio >= io_ratio)
     load = (f"{fmt_num(mb)} MB/s of ~{fmt_num(cap.expected_MBps, 0)} MB/s" if by_mb
             else f"{fmt_num(io)} IO/s of ~{fmt_num(cap.expected_iops, 0)} IO/s")
-    title = (f"{dev.key}: {load} = {fmt_pct(used)} of its capability for {_mix(a)}: "
+    title = (subject(dev) + f"{load} = {fmt_pct(used)} of its capability for {_mix(a)}: "
              f"{word} the limit")
     threshold = EXCEEDED_PCT if severity == "critical" else NEAR_PCT
     evidence = [Evidence("used_pct", used, "%", threshold, ">=",
@@ -262,7 +263,7 @@ def _peak_finding(dev: DeviceContext, cap: Capability) -> Finding:
     evidence += _attribute_evidence(a, cap)
     return span_finding(
         RULE_ID, dev.key, (row["window_start"], row["window_end"]), severity=severity,
-        title=(f"{dev.key}: peak intervals reach {fmt_pct(used)} of its capability for "
+        title=(subject(dev) + f"peak intervals reach {fmt_pct(used)} of its capability for "
                f"{_mix(a)}: {word} the limit"),
         evidence=evidence,
         explanation=(f"In its busiest intervals the load on {dev.key} is {phrase} (profile "

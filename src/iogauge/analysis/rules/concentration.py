@@ -54,6 +54,7 @@ from iogauge.analysis.rules._common import (
     level_expr,
     run_finding,
     span_finding,
+    subject,
     whole_span,
 )
 from iogauge.analysis.types import Evidence, Finding
@@ -241,7 +242,7 @@ def _finding(dev: DeviceContext, run: Run, found: Matches, table: pl.DataFrame, 
                     else f"{fmt_num(io)} IO/s")
         exp_txt = (f"~{fmt_num(cap.expected_MBps, 0)} MB/s" if mb is not None and
                    cap.expected_MBps else f"~{fmt_num(cap.expected_iops, 0)} IO/s")
-        title = (f"{dev.key}: {n} {word} share this {_kind_word(dev)} at {load_txt}, "
+        title = (subject(dev) + f"{n} {word} share this {_kind_word(dev)} at {load_txt}, "
                  f"{score:.0f} % of the {exp_txt} it does for this mix")
         evidence.append(Evidence("used_pct", score, "%", USED_WARN_PCT, ">=",
                                  "worst window: max of MB/s and IO/s over the expected "
@@ -258,7 +259,7 @@ def _finding(dev: DeviceContext, run: Run, found: Matches, table: pl.DataFrame, 
                                  note=f"{cap.title}; matched by {cap.matched_by}"))
     else:
         util = worst.get("util_pct")
-        title = (f"{dev.key}: {n} {word} share this {_kind_word(dev)}, "
+        title = (subject(dev) + f"{n} {word} share this {_kind_word(dev)}, "
                  f"{fmt_num(score)} % busy")
         evidence.append(Evidence("util_pct", None if util is None else float(util), "%",
                                  UTIL_WARN_PCT, ">=", "worst window mean"))
@@ -321,7 +322,7 @@ def _cannot_judge(dev: DeviceContext, consumers: list[DeviceContext]) -> list[Fi
            "its capacity (one-at-a-time device)")
     return [span_finding(
         RULE_ID, dev.key, span, severity="info",
-        title=(f"{dev.key}: {table.height} devices share it; cannot judge whether their "
+        title=(subject(dev) + f"{table.height} devices share it; cannot judge whether their "
                "combined load is high"),
         evidence=[Evidence("consumers", listed, "",
                            note=f"share of the consumers' {unit} over the data")],

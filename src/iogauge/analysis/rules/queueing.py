@@ -196,7 +196,7 @@ _SERVICE_NOTE = {
 
 def _finding(ctx: AnalysisContext, dev: DeviceContext, run: Run, found: Matches,
              method: str) -> Finding:
-    label = window_label(ctx.window_s)
+    label = window_label(ctx.window_s, ctx.timeline)
     worst = run.worst
     q = float(worst["_q"])
     await_ms = float(worst["_await"])
@@ -289,7 +289,7 @@ def _device_queue(ctx: AnalysisContext, dev: DeviceContext,
         return []
     found = find_runs(wt, "_dqlevel", "_dq", window_s=ctx.window_s, limit=1)
     out = []
-    label = window_label(ctx.window_s)
+    label = window_label(ctx.window_s, ctx.timeline)
     for run in found.runs:
         worst = run.worst
         dq_v = float(worst["_dq"])

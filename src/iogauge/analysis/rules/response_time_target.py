@@ -173,7 +173,7 @@ def _target_evidence(run: Run) -> tuple[float, str, str, Evidence]:
 def _mean_finding(ctx: AnalysisContext, dev: DeviceContext, run: Run, found: Matches,
                   ops: list[_Op], design: float | None) -> Finding:
     target, kind, _src, target_ev = _target_evidence(run)
-    label = window_label(ctx.window_s)
+    label = window_label(ctx.window_s, ctx.timeline)
     evidence: list[Evidence] = []
     parts: list[str] = []
     for op in ops:
@@ -246,7 +246,7 @@ def _against(kind: str, target: float) -> str:
 def _peak_finding(ctx: AnalysisContext, dev: DeviceContext, run: Run, found: Matches,
                   ops: list[_Op]) -> Finding:
     target, kind, _src, target_ev = _target_evidence(run)
-    label = window_label(ctx.window_s)
+    label = window_label(ctx.window_s, ctx.timeline)
     evidence: list[Evidence] = []
     parts: list[str] = []
     for op in ops:

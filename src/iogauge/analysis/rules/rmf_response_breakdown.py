@@ -52,6 +52,7 @@ from iogauge.analysis.rules._common import (
     iops_expr,
     level_expr,
     run_finding,
+    subject,
 )
 from iogauge.analysis.types import Evidence, Finding, Severity
 
@@ -155,11 +156,11 @@ def _finding(dev: DeviceContext, run: Run, found: Matches, severity: Severity) -
     focus = [x for x in elevated if x in TUNABLE] or elevated or [largest]
     head = ", ".join(f"{LABEL[x]} {known[x]:.3f} ms ({share[x]:.0f} %)" for x in focus)
     if severity == "info":
-        title = (f"{dev.key}: response {resp:.2f} ms is mostly {LABEL[largest]} "
+        title = (subject(dev) + f"response {resp:.2f} ms is mostly {LABEL[largest]} "
                  f"({known[largest]:.3f} ms, {share[largest]:.0f} %): "
                  f"{MEANING[largest].split(':')[0]}")
     else:
-        title = (f"{dev.key}: response {resp:.2f} ms with {head} elevated: "
+        title = (subject(dev) + f"response {resp:.2f} ms with {head} elevated: "
                  f"{MEANING[focus[0]].split(':')[0]}")
     evidence = [Evidence("response_ms", resp, "ms", RESP_JUDGE_MS, ">=",
                          "AVG RESP TIME of the worst window")]

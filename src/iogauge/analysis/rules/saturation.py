@@ -223,7 +223,7 @@ def _util_method(ctx: AnalysisContext, dev: DeviceContext) -> list[Finding]:
 
 def _util_finding(ctx: AnalysisContext, dev: DeviceContext, run: Run, found: Matches,
                   base: _Baseline, knee: float, knee_src: str, *, critical: bool) -> Finding:
-    label = window_label(ctx.window_s)
+    label = window_label(ctx.window_s, ctx.timeline)
     util_mean = run.tmean("util_pct")
     util_max = run.max("util_pct")
     run_await = run.wmean("_await", "_iops")
@@ -343,7 +343,7 @@ def _at_capability(dev: DeviceContext) -> pl.Expr:
 
 def _latency_finding(ctx: AnalysisContext, dev: DeviceContext, run: Run, found: Matches,
                      base: _Baseline, *, critical: bool) -> Finding:
-    label = window_label(ctx.window_s)
+    label = window_label(ctx.window_s, ctx.timeline)
     run_await = run.wmean("_await", "_iops")
     run_iops = run.tmean("_iops")
     lat_g = float(run.worst["_lat_gain"])

@@ -178,7 +178,7 @@ def _direction(worst: dict[str, object]) -> tuple[str, float | None, float | Non
 
 def _finding(ctx: AnalysisContext, dev: DeviceContext, run: Run, found: Matches,
              seq_method: str | None) -> Finding:
-    label = window_label(ctx.window_s)
+    label = window_label(ctx.window_s, ctx.timeline)
     worst = run.worst
     note = f"worst {label} window" if run.windows > 1 else f"{label} window"
     iops = float(worst["_iops"])

@@ -144,7 +144,7 @@ def _check_device(ctx: AnalysisContext, dev: DeviceContext) -> list[Finding]:
 
 
 def _finding(ctx: AnalysisContext, dev: DeviceContext, run: Run, found: Matches) -> Finding:
-    label = window_label(ctx.window_s)
+    label = window_label(ctx.window_s, ctx.timeline)
     worst = run.worst
     svc = worst.get("_svc")
     busy = worst.get("util_pct")

@@ -2,6 +2,8 @@
  *
  * Reads the JSON data block (script#iogauge-data) written by reporting/html_report.py:
  *   base      epoch seconds every time offset is counted from
+ *   relative  {interval} when the data are reports without time stamps (model/timeline.py):
+ *             times then read as report numbers, never as clock times or durations
  *   metrics   name -> {title, unit, decimals} (reporting/metrics.py, shared with Python)
  *   devices[] {id, key, ts: {mode: raw|minmax, t[], n[], dt, breaks[], series: {name: {lo[], hi[]}}},
  *              marks: {worst: [[start, end, metric, value, unit]], findings: [[index, start, end, severity]]},
@@ -45,6 +47,8 @@
   }
   var MET = DATA.metrics || {};
   var BASE = DATA.base || 0;
+  var REL = DATA.relative || null;
+  function reportNo(sec) { return Math.round((BASE + sec) / REL.interval); }
   var state = { local: false, dpr: window.devicePixelRatio || 1 };
 
   var COLORS = {
@@ -97,11 +101,13 @@
       d.getUTCMinutes(), d.getUTCSeconds()];
   }
   function fmtTime(sec) {
+    if (REL) return 'report ' + reportNo(sec);
     var p = parts(sec);
     return p[0] + '-' + pad(p[1]) + '-' + pad(p[2]) + ' ' + pad(p[3]) + ':' + pad(p[4]) + ':' +
       pad(p[5]) + (state.local ? '' : 'Z');
   }
   function fmtDur(s) {
+    if (REL) return num(s / REL.interval, 0) + ' report(s)';
     if (s < 120) return num(s, s % 1 === 0 ? 0 : 1) + ' s';
     if (s < 7200) return num(s / 60, 1) + ' min';
     if (s < 172800) return num(s / 3600, 1) + ' h';
@@ -109,6 +115,7 @@
   }
   function tzShift() { return state.local ? -new Date(BASE * 1000).getTimezoneOffset() * 60 : 0; }
   function tickText(sec, step) {
+    if (REL) return '#' + reportNo(sec);
     var p = parts(sec);
     if (step >= 86400) return pad(p[1]) + '-' + pad(p[2]);
     if (step >= 60) {
