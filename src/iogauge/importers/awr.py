@@ -1,6 +1,6 @@
 """Oracle AWR text reports (``awrrpt.sql``, text output): wait events and file I/O statistics.
 
-Everything but the sniffer lives in :mod:`iogauge.importers.oracle_common`, shared with
+Everything but the sniffer lives in :mod:`iogauge.importers.oracle`, shared with
 Statspack: see there for the sections read, the column mapping and the release differences
 (``Top 5 Timed Events`` in 10g, ``Top 5 Timed Foreground Events`` in 11g, ``Top 10 Foreground
 Events by Total Wait Time`` with unit-suffixed averages from 11.2.0.4/12c on). Only the
@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from typing import BinaryIO
 
 from iogauge.importers.base import Source
-from iogauge.importers.oracle_common import CHUNK_BYTES, iter_reports, parse_reports
+from iogauge.importers.oracle import CHUNK_BYTES, iter_reports, parse_reports
 from iogauge.model.sampleframe import SampleFrame
 
 NAME = "awr"
