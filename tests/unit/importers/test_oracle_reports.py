@@ -19,8 +19,8 @@ from hypothesis import strategies as st
 
 from iogauge.errors import InputFormatError
 from iogauge.importers import awr, rmf, statspack
-from iogauge.importers.oracle import grammar, pieces, vector
 from iogauge.importers.base import Source
+from iogauge.importers.oracle import grammar, pieces, vector
 from iogauge.importers.registry import detect, import_file
 from iogauge.model.waitevents import WaitEventFrame
 

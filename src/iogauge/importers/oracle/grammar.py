@@ -22,6 +22,13 @@ _TAIL = r"(?=\s+for DB:|\s{2,}DB/Inst:|\s*$)"
 _WAITS_RE = re.compile(r"^((?:Foreground |Background )?Wait Events(?: \(fg and bg\))?)" + _TAIL)
 _FILE_RE = re.compile(r"^(File IO Stats|File IO Statistics)" + _TAIL)
 _TS_RE = re.compile(r"^(Tablespace IO Stats|Tablespace IO Summary)" + _TAIL)
+#: the titles of AWR/Statspack summary blocks, which may follow a table with no blank line
+#: or rule between them (AWR 11.2: Host CPU right under the Top 5 Timed Foreground Events)
+_BLOCK_TITLE_RE = re.compile(r"^(?:Host CPU|Instance CPU|Memory Statistics|Cache Sizes|"
+                             r"Load Profile|Instance Efficiency|Shared Pool Statistics|"
+                             r"Time Model Statistics|Operating System Statistics|IO Profile|"
+                             r"Wait Classes by Total Wait Time|Top ADDM Findings|"
+                             r"Report Summary|Main Report|Global Cache Load Profile)\b")
 #: any Statspack/AWR section title: ends the table being read
 _ANY_TITLE_RE = re.compile(r"^\S.*?(?:\sfor DB: \S+|\s{2,}DB/Inst: \S+)")
 _SNAP_RE = re.compile(r"^\s*(Begin|End) Snap:\s+(\d+)\s+(\d{1,2}-[A-Za-z]{3}-\d{2,4} "
@@ -62,6 +69,12 @@ _WAIT_COLUMNS: dict[str, tuple[str, Decimal | str]] = {
     "%totalelatime": ("pct_db_time", Decimal(1)),
 }
 _WAIT_TEXT = {"event", "waitclass"}
+#: an event name starts with a letter ("db file sequential read", "SQL*Net ...", "enq: TX")
+_EVENT_RE = re.compile(r"^[A-Za-z]")
+#: a tablespace name: an Oracle identifier (letters, digits, _ $ #; the first a letter)
+_TABLESPACE_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_$#]*")
+#: a wait row carries at least one of these (CPU rows only a time)
+WAIT_FIGURES = ("waits", "time_waited_s", "avg_wait_ms", "pct_db_time")
 
 #: heading -> file statistic
 _FILE_COLUMNS: dict[str, str] = {
@@ -73,6 +86,14 @@ _FILE_COLUMNS: dict[str, str] = {
     "avwrites/s": "writes_ps", "writes/s": "writes_ps", "writesavg/s": "writes_ps",
 }
 _FILE_TEXT = {"tablespace", "filename"}
+#: headings of file and wait tables that are Oracle's but have no column here (buffer waits
+#: are waits for a buffer, not for the file; 12c+ single-block columns; 8i/9i timeouts)
+_FILE_IGNORED = frozenset({"bufferwaits", "avbufwt(ms)", "av1-bkrds/s", "av1-bkrd(ms)",
+                           "1-bkrds/s", "1-bkrd(ms)", "avbufwt", "avgbufwt(ms)",
+                           "avwrites(ms)", "avwt(ms)", "tablespacefilename",
+                           "totalwaits", "totwaits", "avgwait(ms)"})  # 8i: buffer waits
+_WAIT_IGNORED = frozenset({"timeouts", "%totalwttime", "%bgtime", "avgwaitms", "%dbwait",
+                           "%timeouts", "waitclass"})
 
 
 class _BadLine(Exception):  # noqa: N818 - internal control flow, turned into source.bad_line
@@ -273,6 +294,28 @@ def _file_layout(cols: list[_Col], kind: str) -> tuple[list[str], dict[str, int]
         return keys, stats, f"no Tablespace{' / Filename' if kind == 'file' else ''} column"
     if "reads_ps" not in stats and "reads" not in stats:
         return keys, stats, "no Reads or Av Reads/s column"
+    unknown = [c.name for c, k in zip(cols, keys, strict=True)
+               if k not in _FILE_COLUMNS and k not in _FILE_TEXT and k not in _FILE_IGNORED]
+    if unknown:
+        return keys, stats, _unknown_headings(unknown)
     return keys, stats, None
+
+
+def _unknown_headings(names: list[str]) -> str:
+    return (f"column headings not recognised ({', '.join(repr(n) for n in names)}): a line "
+            "of another block among the headings, or a layout iogauge does not know")
+
+
+def wait_refusal(cols: list[_Col]) -> str | None:
+    """Why a wait table's headings cannot be read, or None. Every heading must be one of
+    Oracle's (read or known and dropped): a heading line of another block pasted among them
+    would shift the columns, and values would land under the wrong names."""
+    mapping = _wait_mapping(cols)
+    fields = {m[0] for m in mapping if m is not None}
+    if "event" not in fields or not fields & {"waits", "time_waited_s"}:
+        return f"column headings not recognised ({', '.join(c.name for c in cols)})"
+    unknown = [c.name for c, m in zip(cols, mapping, strict=True)
+               if m is None and _norm(c.name) not in _WAIT_IGNORED]
+    return _unknown_headings(unknown) if unknown else None
 
 

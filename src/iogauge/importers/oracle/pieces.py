@@ -19,6 +19,7 @@ from iogauge.importers.oracle.grammar import (
     _ANY_TITLE_RE,
     _BLOCK_B_RE,
     _BLOCK_K_RE,
+    _BLOCK_TITLE_RE,
     _ELAPSED_RE,
     _HOST_RE,
     _SNAP8_RE,
@@ -48,6 +49,10 @@ _V_CLASSES = {
     "ts": r"^(?:Tablespace IO Stats|Tablespace IO Summary)" + _V_TAIL,
     "title": _ANY_TITLE_RE.pattern,
     "footer": r"^\s+-{20,}\s*$",  # the indented rule SQL*Plus prints after a section
+    # the titles of the summary blocks that follow a table with no blank line between (AWR
+    # 11.2: "Host CPU (CPUs: 2 Cores: 2 Sockets: 1)" right under the Top 5 rows)
+    "block": _BLOCK_TITLE_RE.pattern,
+    "tilde": r"^~{2,}",  # the underline of a block title (its title is the line above)
     "blank": r"^\s*$",
     "reset": r"^[\s~]*$|^\s*->",  # a line after which column headings start anew
     "numeric": rf"^\s*{_V_WORD}(?:\s+{_V_WORD})*\s*$",  # numbers (or '#' runs) only
@@ -100,7 +105,12 @@ class _Piece:
         idx["interest"] = np.flatnonzero(interest).tolist()
         idx["waits_top"] = np.flatnonzero(arr["top"] | arr["waits"]).tolist()
         # what ends a table (_read_table): a footer rule, End of Report, any section title
-        idx["term"] = np.flatnonzero(interest | arr["title"] | arr["footer"] | arr["end"]).tolist()
+        # a line with a ~ underline is a block's title: "Host CPU ...", then "~~~~  Load Average"
+        underlined = np.zeros_like(arr["tilde"])
+        underlined[:-1] = arr["tilde"][1:]
+        titled = arr["block"] | (underlined & ~arr["blank"] & (arr["lead"] == 0))
+        idx["term"] = np.flatnonzero(interest | arr["title"] | arr["footer"] | arr["end"]
+                                     | titled).tolist()
         code = np.full(len(raw), _X, dtype=np.uint8)
         code[arr["numeric"]] = _N
         code[arr["blank"]] = _B

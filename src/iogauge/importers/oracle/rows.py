@@ -11,7 +11,10 @@ from decimal import Decimal
 from typing import Any
 
 from iogauge.importers.oracle.grammar import (
+    _EVENT_RE,
+    _TABLESPACE_RE,
     DEFAULT_BLOCK_BYTES,
+    WAIT_FIGURES,
     _BadLine,
     _Col,
     _f,
@@ -21,6 +24,7 @@ from iogauge.importers.oracle.grammar import (
     _Table,
     _wait_mapping,
     _with_unit_ms,
+    wait_refusal,
 )
 from iogauge.importers.oracle.pieces import _Sink
 
@@ -41,10 +45,9 @@ class _Ctx:
     # ---- wait events ----------------------------------------------------------------------
     def add_waits(self, table: _Table, section: str) -> None:
         mapping = _wait_mapping(table.cols)
-        fields = {m[0] for m in mapping if m is not None}
-        if "event" not in fields or not fields & {"waits", "time_waited_s"}:
-            raise _BadLine(table.title_line, f"{table.title}: column headings not recognised "
-                           f"({', '.join(c.name for c in table.cols)})")
+        refusal = wait_refusal(table.cols)
+        if refusal is not None:
+            raise _BadLine(table.title_line, f"{table.title}: {refusal}")
         for line_no, cells, _, _ in table.rows:
             try:
                 self.wait_rows.append(self._wait_row(table, section, mapping, line_no, cells))
@@ -72,6 +75,13 @@ class _Ctx:
                 row[name] = _f(None if value is None else value * how)
         if not row.get("event"):
             raise _BadLine(line_no, f"{table.title}: row without an event name")
+        # the row grammar: a line of another block (a load average, a ~ underline) that
+        # slipped into the table is refused, never turned into an event
+        if not _EVENT_RE.match(row["event"]):
+            raise _BadLine(line_no, f"{table.title}: {row['event']!r} is not an event name "
+                           "(a line of another block?)")
+        if all(row.get(k) is None for k in WAIT_FIGURES):
+            raise _BadLine(line_no, f"{table.title}: no figures for {row['event']!r}")
         return row
 
     # ---- file and tablespace I/O -------------------------------------------------------------
@@ -102,6 +112,8 @@ class _Ctx:
         tsname = cells[keys.index("tablespace")] or last_ts
         if not tsname:
             raise _BadLine(line1, f"{table.title}: no tablespace name")
+        if not _TABLESPACE_RE.fullmatch(tsname):
+            raise _BadLine(line1, f"{table.title}: {tsname!r} is not a tablespace name")
         device = cells[keys.index("filename")] if kind == "file" else tsname
         if not device:
             raise _BadLine(line1, f"{table.title}: no file name")

@@ -333,9 +333,9 @@ def _read_table(out: _Out, r: int, seq: int, i_title: int, b: int, title: str,
         if top is not None:
             blank = pc.first("blank", top, end)
             if blank is not None:
-                spec.first = list(range(top, blank))
+                spec.first = _named_records(out, r, seq, spec, range(top, blank))
                 return spec, blank + 1
-            spec.first = list(range(top, end))
+            spec.first = _named_records(out, r, seq, spec, range(top, end))
         return _cut(out, r, seq, spec) if term is None else (spec, term)
     # two lines a record: each line's class, then the records as _RECORD_RE finds them
     code = pc.code[i:end].copy()
@@ -362,6 +362,21 @@ def _read_table(out: _Out, r: int, seq: int, i_title: int, b: int, title: str,
         elif term is not None:  # a text line whose numbers never came
             out.bad(r, seq, pc.no(k0), f"{title}: no line of numbers under this one")
     return _cut(out, r, seq, spec) if term is None else (spec, term)
+
+
+def _named_records(out: _Out, r: int, seq: int, spec: _Spec, lines: range) -> list[int]:
+    """The lines of a one-line-a-record table that can be records: its first column is a
+    name printed from the line's first character (an event, a tablespace), so an indented
+    line -- a value or heading of another block, a load average -- is refused, never read
+    as a row."""
+    if not spec.cols or not spec.cols[0].text or spec.cols[0].start != 0:
+        return list(lines)
+    lead = out.pc.lead
+    for k in lines:
+        if lead[k] > 0:
+            out.bad(r, seq, out.pc.no(k), f"{spec.title}: an indented line where a record "
+                    "starts with its name (a line of another block?)")
+    return [k for k in lines if lead[k] == 0]
 
 
 def _cut(out: _Out, r: int, seq: int, spec: _Spec) -> tuple[None, int]:

@@ -13,8 +13,11 @@ import numpy as np
 import polars as pl
 
 from iogauge.importers.oracle.grammar import (
+    _EVENT_RE,
     _FILE_SCHEMA,
+    _TABLESPACE_RE,
     DEFAULT_BLOCK_BYTES,
+    WAIT_FIGURES,
     _BadLine,
     _cells,
     _Col,
@@ -22,6 +25,7 @@ from iogauge.importers.oracle.grammar import (
     _power_of_two,
     _Table,
     _wait_mapping,
+    wait_refusal,
 )
 from iogauge.importers.oracle.pieces import _LAST, _Out, _Piece, _Sink, _Spec
 from iogauge.importers.oracle.rows import _Ctx
@@ -182,12 +186,11 @@ def _wait_frame(out: _Out) -> pl.DataFrame | None:
     for specs in _groups(out.specs, ("top", "waits")):
         cols = specs[0].cols
         mapping = _wait_mapping(cols)
-        fields = {m[0] for m in mapping if m is not None}
-        if "event" not in fields or not fields & {"waits", "time_waited_s"}:
+        refusal = wait_refusal(cols)
+        if refusal is not None:
             for s in specs:
                 out.events.bad((out.meta[s.rep].r, s.seq, 1), s.title_line,
-                               f"{s.title}: column headings not recognised "
-                               f"({', '.join(c.name for c in cols)})")
+                               f"{s.title}: {refusal}")
             continue
         cells = _first_cells(out, specs, "c")
         tids = _tids(specs)
@@ -210,6 +213,11 @@ def _wait_frame(out: _Out) -> pl.DataFrame | None:
             values[name] = value
             odd.append(bad)
         odd.append(values["event"].is_null())
+        # the row grammar of rows._Ctx._wait_row: such rows are refused there, with their line
+        odd.append(~values["event"].str.contains(_EVENT_RE.pattern).fill_null(False))
+        figures = [values[k] for k in WAIT_FIGURES if k in values]
+        if figures:
+            odd.append(pl.all_horizontal([f.is_null() for f in figures]))
         conv = cells.select(**values, _odd=pl.any_horizontal(odd))
         flagged = np.flatnonzero(conv["_odd"].to_numpy())
         bad_t = set(tids[flagged].tolist())
@@ -268,7 +276,8 @@ def _file_frame(out: _Out) -> pl.DataFrame | None:
         own = pl.col(f"c{keys.index('tablespace')}")
         tsname = pl.when(own != "").then(own).forward_fill().over("_tid")
         device = pl.col(f"c{keys.index('filename')}") if kind == "file" else tsname
-        odd: list[pl.Expr] = [tsname.is_null(), device.is_null() | (device == "")]
+        odd: list[pl.Expr] = [tsname.is_null(), device.is_null() | (device == ""),
+                              ~tsname.str.contains(_TABLESPACE_RE.pattern + "$").fill_null(True)]
         vals: dict[str, pl.Expr] = {}
         for stat, idx in stats.items():
             vals[stat], bad = _number_expr(pl.col(f"c{idx}"), 0)
