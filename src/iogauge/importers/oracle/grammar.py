@@ -8,7 +8,7 @@ from __future__ import annotations
 import functools
 import re
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime, tzinfo
 from decimal import Decimal, InvalidOperation
 from fractions import Fraction
 
@@ -85,10 +85,10 @@ _FILE_COLUMNS: dict[str, str] = {
     "writes": "writes",
     "avwrites/s": "writes_ps", "writes/s": "writes_ps", "writesavg/s": "writes_ps",
 }
-_FILE_TEXT = {"tablespace", "filename"}
+_FILE_TEXT = {"tablespace", "filename", "pdbname"}
 #: headings of file and wait tables that are Oracle's but have no column here (buffer waits
 #: are waits for a buffer, not for the file; 12c+ single-block columns; 8i/9i timeouts)
-_FILE_IGNORED = frozenset({"bufferwaits", "avbufwt(ms)", "av1-bkrds/s", "av1-bkrd(ms)",
+_FILE_IGNORED = frozenset({"bufferwaits", "avbufwt(ms)", "av1-bkrds/s", "av1-bkrd(ms)", "%optreads",
                            "1-bkrds/s", "1-bkrd(ms)", "avbufwt", "avgbufwt(ms)",
                            "avwrites(ms)", "avwt(ms)", "tablespacefilename",
                            "totalwaits", "totwaits", "avgwait(ms)"})  # 8i: buffer waits
@@ -319,3 +319,26 @@ def wait_refusal(cols: list[_Col]) -> str | None:
     return _unknown_headings(unknown) if unknown else None
 
 
+
+
+NO_ZONE_NOTE = ("Statspack/AWR snapshot times carry no zone; assumed UTC (use --tz to give the "
+                "database host's zone)")
+
+
+def report_window(rep: _Report, tz: tzinfo | None) -> tuple[datetime, Decimal] | str:
+    """(end snapshot time in UTC, interval in seconds) of a report whose End Snap was read,
+    or why there is none: the interval is End - Begin exact to the second, the printed
+    Elapsed (rounded) only when the Begin time is missing; naive times are in ``tz``, else
+    UTC."""
+    if rep.end is None:
+        return "report without its Begin Snap / End Snap times"
+    interval_s: Decimal
+    if rep.begin is not None and rep.end > rep.begin:
+        interval_s = Decimal((rep.end - rep.begin).total_seconds())
+    elif rep.elapsed_min is not None and rep.elapsed_min > 0:
+        interval_s = rep.elapsed_min * 60
+    else:
+        return "End Snap is not after Begin Snap"
+    ts = (rep.end.replace(tzinfo=UTC) if tz is None
+          else rep.end.replace(tzinfo=tz).astimezone(UTC))
+    return ts, interval_s

@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime
 from decimal import Decimal
-from typing import Any
+from typing import Any, Protocol
 
 from iogauge.importers.oracle.grammar import (
     _EVENT_RE,
@@ -26,12 +26,17 @@ from iogauge.importers.oracle.grammar import (
     _with_unit_ms,
     wait_refusal,
 )
-from iogauge.importers.oracle.pieces import _Sink
+
+
+class Refuser(Protocol):
+    """Where a refused line goes: a Source (HTML) or a table's _Sink (text)."""
+
+    def bad_line(self, line_no: int | None, reason: str) -> None: ...
 
 
 @dataclass
 class _Ctx:
-    source: _Sink
+    source: Refuser
     fmt: str
     ts: datetime
     interval_s: Decimal
@@ -109,11 +114,15 @@ class _Ctx:
                   cells2: list[str] | None, last_ts: str | None) -> dict[str, Any]:
         cells = cells1 + (cells2 or [])
         n1 = len(cells1)
-        tsname = cells[keys.index("tablespace")] or last_ts
+        own = cells[keys.index("tablespace")]
+        if own and not _TABLESPACE_RE.fullmatch(own):
+            raise _BadLine(line1, f"{table.title}: {own!r} is not a tablespace name")
+        pdb = cells[keys.index("pdbname")] if "pdbname" in keys else ""
+        if own and pdb:  # (12c+ CDB reports: SYSTEM, SYSAUX... of each container)
+            own = f"{pdb}:{own}"
+        tsname = own or last_ts
         if not tsname:
             raise _BadLine(line1, f"{table.title}: no tablespace name")
-        if not _TABLESPACE_RE.fullmatch(tsname):
-            raise _BadLine(line1, f"{table.title}: {tsname!r} is not a tablespace name")
         device = cells[keys.index("filename")] if kind == "file" else tsname
         if not device:
             raise _BadLine(line1, f"{table.title}: no file name")

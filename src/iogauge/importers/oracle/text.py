@@ -11,7 +11,6 @@ import itertools
 import re
 import sys
 from collections.abc import Iterator
-from datetime import UTC
 from decimal import Decimal
 from pathlib import Path
 from typing import BinaryIO
@@ -32,6 +31,7 @@ from iogauge.importers.oracle.grammar import (
     _TS_RE,
     _WAIT_TEXT,
     _WAITS_RE,
+    NO_ZONE_NOTE,
     _BadLine,
     _Col,
     _columns,
@@ -40,6 +40,7 @@ from iogauge.importers.oracle.grammar import (
     _norm,
     _oracle_time,
     _Report,
+    report_window,
 )
 from iogauge.importers.oracle.pieces import (
     _C,
@@ -161,21 +162,13 @@ def _scan_report(out: _Out, source: Source, r: int, a: int, b: int, *, last: boo
         else:
             out.bad(r, -1, rep.start_line, "report without its Begin Snap / End Snap times")
         return
-    interval_s: Decimal
-    if rep.begin is not None and rep.end > rep.begin:
-        interval_s = Decimal((rep.end - rep.begin).total_seconds())
-    elif rep.elapsed_min is not None and rep.elapsed_min > 0:
-        interval_s = rep.elapsed_min * 60
-    else:
-        out.bad(r, -1, rep.start_line, "End Snap is not after Begin Snap")
+    window = report_window(rep, source.tz)
+    if isinstance(window, str):
+        out.bad(r, -1, rep.start_line, window)
         return
-    tz = source.tz
-    if tz is None:
-        out.note(r, -1, "Statspack/AWR snapshot times carry no zone; assumed UTC (use --tz to "
-                 "give the database host's zone)")
-        ts = rep.end.replace(tzinfo=UTC)
-    else:
-        ts = rep.end.replace(tzinfo=tz).astimezone(UTC)
+    ts, interval_s = window
+    if source.tz is None:
+        out.note(r, -1, NO_ZONE_NOTE)
     host = rep.host or source.host or Path(source.path).stem
     r_meta = len(out.meta)
     out.meta.append(_Meta(r=r, rep=rep, ts=ts, interval_s=interval_s, host=host))

@@ -277,7 +277,8 @@ def _file_frame(out: _Out) -> pl.DataFrame | None:
         tsname = pl.when(own != "").then(own).forward_fill().over("_tid")
         device = pl.col(f"c{keys.index('filename')}") if kind == "file" else tsname
         odd: list[pl.Expr] = [tsname.is_null(), device.is_null() | (device == ""),
-                              ~tsname.str.contains(_TABLESPACE_RE.pattern + "$").fill_null(True)]
+                              ~tsname.str.contains(_TABLESPACE_RE.pattern + "$").fill_null(True),
+                              pl.lit("pdbname" in keys)]  # (container names: rows._Ctx)
         vals: dict[str, pl.Expr] = {}
         for stat, idx in stats.items():
             vals[stat], bad = _number_expr(pl.col(f"c{idx}"), 0)
