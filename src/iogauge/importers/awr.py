@@ -25,8 +25,13 @@ EXPECTS = "a 'WORKLOAD REPOSITORY report for' line (Oracle awrrpt.sql text outpu
 _START_RE = re.compile(r"^\s*WORKLOAD REPOSITORY report for\s*$")
 
 
+#: an HTML document (the AWR HTML report's <h1> holds the same title line: awr_html's)
+_HTML_RE = re.compile(r"<html\b|<title>", re.IGNORECASE)
+
+
 def sniff(head: str) -> bool:
-    return any(_START_RE.match(line) for line in head.splitlines()[:200])
+    return (any(_START_RE.match(line) for line in head.splitlines()[:200])
+            and not _HTML_RE.search(head[:4096]))
 
 
 def parse(data: bytes, source: Source) -> SampleFrame:

@@ -14,8 +14,9 @@ from iogauge.cli.main import app
 from iogauge.importers.registry import import_file
 
 AWR = Path(__file__).resolve().parents[2] / "fixtures" / "awr"
+AWR_HTML = AWR.parent / "awr-html"
 SOE_TXT = AWR / "awr_11201_soe_swingbench_hostcpu.txt"
-SOE_HTML = AWR / "awr_11201_soe_swingbench_hostcpu.html"
+SOE_HTML = AWR_HTML / "awr_11201_soe_swingbench_hostcpu.html"
 
 
 def _result(path: Path) -> AnalysisResult:

@@ -20,11 +20,12 @@ from iogauge.importers.registry import detect, import_file
 from iogauge.model.waitevents import WaitEventFrame
 
 AWR = Path(__file__).resolve().parents[2] / "fixtures" / "awr"
-DBS = AWR / "azure-levelup-AWR_DBS.html.gz"  # 12.2.0.1 CDB, instance dbs1, 3 days
-DBT = AWR / "azure-levelup-AWR_DBT.html.gz"
-RAC = AWR / "azure-levelup-AWR_DBU.html.gz"  # 19c awrgrpt
+AWR_HTML = AWR.parent / "awr-html"
+DBS = AWR_HTML / "azure-levelup-AWR_DBS.html.gz"  # 12.2.0.1 CDB, instance dbs1, 3 days
+DBT = AWR_HTML / "azure-levelup-AWR_DBT.html.gz"
+RAC = AWR_HTML / "azure-levelup-AWR_DBU.html.gz"  # 19c awrgrpt
 SOE_TXT = AWR / "awr_11201_soe_swingbench_hostcpu.txt"
-SOE_HTML = AWR / "awr_11201_soe_swingbench_hostcpu.html"
+SOE_HTML = AWR_HTML / "awr_11201_soe_swingbench_hostcpu.html"
 
 
 def test_sniffed_by_title_before_the_text_reader() -> None:

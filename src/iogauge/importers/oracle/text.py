@@ -328,6 +328,9 @@ def _read_table(out: _Out, r: int, seq: int, i_title: int, b: int, title: str,
             if blank is not None:
                 spec.first = _named_records(out, r, seq, spec, range(top, blank))
                 return spec, blank + 1
+            if term is None:  # (cut by the file's end: dropped whole, refusing nothing)
+                spec.first = list(range(top, end))
+                return _cut(out, r, seq, spec)
             spec.first = _named_records(out, r, seq, spec, range(top, end))
         return _cut(out, r, seq, spec) if term is None else (spec, term)
     # two lines a record: each line's class, then the records as _RECORD_RE finds them
