@@ -145,3 +145,10 @@ def test_mutated_html_gives_clear_errors_and_lenient_invents_nothing(
             assert error.reason
         elif not cut:  # (a cell cut short is a different value, not an invented row)
             assert rows <= whole
+
+
+def test_real_report_os_statistics_as_host_cpu() -> None:
+    df = import_file(DBS).frame.df
+    total = 253_199_088 + 566_798_662  # BUSY_TIME + IDLE_TIME of the report
+    assert df["cpu_user_pct"].unique().to_list() == [pytest.approx(226_865_365 * 100 / total)]
+    assert df["cpu_idle_pct"].null_count() == 0

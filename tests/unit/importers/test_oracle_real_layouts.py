@@ -136,3 +136,12 @@ def test_strict_either_reads_the_report_or_names_the_line(
     if error is not None:  # a clear error: this file, a reason
         assert error.path == str(path)
         assert error.reason
+
+
+def test_operating_system_statistics_become_host_cpu_columns() -> None:
+    df = import_file(SOE).frame.df
+    # BUSY 20,194 + IDLE 100,006 cs; the report's Host CPU block: %User 9.4, %System 6.8,
+    # %WIO 74.6, %Idle 83.2 (iowait included): iostat's %idle is the 8.6 % left
+    for col, want in (("cpu_user_pct", 9.4), ("cpu_system_pct", 6.8),
+                      ("cpu_iowait_pct", 74.6), ("cpu_idle_pct", 8.6), ("cpu_nice_pct", 0.0)):
+        assert df[col].round(1).unique().to_list() == [want], col

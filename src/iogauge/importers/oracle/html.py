@@ -41,6 +41,7 @@ from iogauge.importers.oracle.grammar import (
     _Table,
     report_window,
 )
+from iogauge.importers.oracle.osstat import CPU_SCHEMA, cpu_pcts, os_values
 from iogauge.importers.oracle.rows import _Ctx
 from iogauge.model.sampleframe import SampleFrame
 from iogauge.model.waitevents import WAIT_SCHEMA, WaitEventFrame
@@ -61,6 +62,7 @@ _SECTIONS: tuple[tuple[str, str, str], ...] = (
     ("this table displays system wait events", "waits", "wait events"),
     ("this table displays io statistics for different tablespaces", "tablespace", ""),
     ("this table displays io statistics for different files", "file", ""),
+    ("this table displays operating systems statistics", "os", ""),
 )
 
 
@@ -207,11 +209,15 @@ def parse_html(data: bytes, source: Source, *, fmt: str) -> SampleFrame:
         source.note(NO_ZONE_NOTE)
     ctx = _Ctx(source=source, fmt=fmt, ts=ts, interval_s=interval_s,
                host=rep.host or source.host or Path(source.path).stem, rep=rep)
+    cpu: dict[str, float] = {}
     for t in parser.tables:
         found = _section(t.summary)
         if found is None or not t.rows:
             continue
         kind, section = found
+        if kind == "os":
+            cpu = _os_table(t)
+            continue
         try:
             table = _table(t, kind, source)
             if kind in ("top", "waits"):
@@ -228,5 +234,16 @@ def parse_html(data: bytes, source: Source, *, fmt: str) -> SampleFrame:
             schema=WAIT_SCHEMA)))
     if not ctx.file_rows:
         return SampleFrame.empty()
-    return SampleFrame(pl.DataFrame([{c: row.get(c) for c in _FILE_SCHEMA}
-                                     for row in ctx.file_rows], schema=_FILE_SCHEMA))
+    schema = {**_FILE_SCHEMA, **CPU_SCHEMA}
+    return SampleFrame(pl.DataFrame([{**{c: row.get(c) for c in _FILE_SCHEMA}, **cpu}
+                                     for row in ctx.file_rows], schema=schema))
+
+
+def _os_table(t: _HtmlTable) -> dict[str, float]:
+    """Operating System Statistics (Statistic, Value, End Value) -> host CPU columns."""
+    heads = [_norm(h) for h in t.rows[0][1]]
+    if "statistic" not in heads or "value" not in heads:
+        return {}
+    at, value_at = heads.index("statistic"), heads.index("value")
+    return cpu_pcts(os_values([(cells[at], cells[value_at]) for _line, cells in t.rows[1:]
+                               if len(cells) == len(heads)]))

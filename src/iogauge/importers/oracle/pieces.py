@@ -47,6 +47,7 @@ _V_CLASSES = {
     "waits": r"^(?:Foreground |Background )?Wait Events(?: \(fg and bg\))?" + _V_TAIL,
     "file": r"^(?:File IO Stats|File IO Statistics)" + _V_TAIL,
     "ts": r"^(?:Tablespace IO Stats|Tablespace IO Summary)" + _V_TAIL,
+    "os": r"^(?:Operating System Statistics|OS Statistics)" + _V_TAIL,
     "title": _ANY_TITLE_RE.pattern,
     "footer": r"^\s+-{20,}\s*$",  # the indented rule SQL*Plus prints after a section
     # the titles of the summary blocks that follow a table with no blank line between (AWR
@@ -98,7 +99,7 @@ class _Piece:
             lead=col.str.len_chars() - col.str.strip_chars_start().str.len_chars(),
             **classes)
         arr = {name: masks[name].to_numpy() for name in masks.columns}
-        interest = arr["top"] | arr["waits"] | arr["file"] | arr["ts"]
+        interest = arr["top"] | arr["waits"] | arr["file"] | arr["ts"] | arr["os"]
         idx = {name: np.flatnonzero(arr[name]).tolist()
                for name in ("start", "rule", "blank", "reset", "head")}
         idx["text"] = np.flatnonzero(~arr["blank"]).tolist()
@@ -210,6 +211,8 @@ class _Out:
     meta: list[_Meta] = field(default_factory=list)
     specs: list[_Spec] = field(default_factory=list)
     events: _Events = field(default_factory=_Events)
+    #: report -> its Operating System Statistics as host CPU columns (osstat.cpu_pcts)
+    cpu: dict[int, dict[str, float]] = field(default_factory=dict)
     #: report -> notes of its tables (given sorted after the report, as _Ctx.notes were)
     notes: dict[int, set[str]] = field(default_factory=dict)
     #: specs whose rows are made one at a time (a value that is not a number, a '#', ...)

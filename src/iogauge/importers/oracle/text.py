@@ -33,6 +33,7 @@ from iogauge.importers.oracle.grammar import (
     _WAITS_RE,
     NO_ZONE_NOTE,
     _BadLine,
+    _cells,
     _Col,
     _columns,
     _Cut,
@@ -42,6 +43,7 @@ from iogauge.importers.oracle.grammar import (
     _Report,
     report_window,
 )
+from iogauge.importers.oracle.osstat import OS_RE, cpu_pcts, os_values, with_cpu
 from iogauge.importers.oracle.pieces import (
     _C,
     _RECORD_RE,
@@ -143,6 +145,9 @@ def _parse_piece(data: bytes, source: Source, fmt: str, start_re: re.Pattern[str
     out.events.replay(source)
     waits = _with_rows(waits, out.fallback_waits, WAIT_SCHEMA)
     files = _with_rows(files, out.fallback_files, _FILE_SCHEMA)
+    if files is not None and out.cpu:
+        files = with_cpu(files, [(out.meta[r].host, out.meta[r].ts, vals)
+                                 for r, vals in out.cpu.items()])
     if waits is not None and waits.height:
         source.waits.append(WaitEventFrame(waits))
     return SampleFrame(files) if files is not None and files.height else None
@@ -179,12 +184,14 @@ def _scan_report(out: _Out, source: Source, r: int, a: int, b: int, *, last: boo
             continue  # (inside the table read last)
         line = pc.line(t)
         m_top, m_w = _TOP_RE.match(line), _WAITS_RE.match(line)
-        m_f, m_t = _FILE_RE.match(line), _TS_RE.match(line)
-        m = m_top or m_w or m_f or m_t
+        m_f, m_t, m_os = _FILE_RE.match(line), _TS_RE.match(line), OS_RE.match(line)
+        m = m_top or m_w or m_f or m_t or m_os
         if m is None:  # pragma: no cover - the polars classes match as these patterns do
             continue
-        kind = "top" if m_top else "waits" if m_w else "file" if m_f else "tablespace"
-        text_names = _WAIT_TEXT if kind in ("top", "waits") else _FILE_TEXT
+        kind = ("top" if m_top else "waits" if m_w else "file" if m_f else
+                "tablespace" if m_t else "os")
+        text_names = (_WAIT_TEXT if kind in ("top", "waits") else
+                      _OS_TEXT if kind == "os" else _FILE_TEXT)
         try:
             spec, i = _read_table(out, r, seq, t, b, m.group(1),
                                   m.end(1) if kind == "top" else len(line), text_names,
@@ -198,6 +205,9 @@ def _scan_report(out: _Out, source: Source, r: int, a: int, b: int, *, last: boo
                      "file before its column headings; nothing of it was read")
             break
         if spec is None:
+            continue
+        if kind == "os":
+            out.cpu[r_meta] = _os_cpu(out, spec)
             continue
         spec.order, spec.rep, spec.seq, spec.kind = len(out.specs), r_meta, seq, kind
         spec.section = "top timed events" if kind == "top" else m.group(1).lower()
@@ -358,6 +368,22 @@ def _read_table(out: _Out, r: int, seq: int, i_title: int, b: int, title: str,
         elif term is not None:  # a text line whose numbers never came
             out.bad(r, seq, pc.no(k0), f"{title}: no line of numbers under this one")
     return _cut(out, r, seq, spec) if term is None else (spec, term)
+
+
+_OS_TEXT = {"statistic"}
+
+
+def _os_cpu(out: _Out, spec: _Spec) -> dict[str, float]:
+    """The host CPU columns of an Operating System Statistics table (Statistic, Value)."""
+    keys = [_norm(c.name) for c in spec.cols]
+    if "statistic" not in keys or "value" not in keys:
+        return {}
+    name_at, value_at = keys.index("statistic"), keys.index("value")
+    rows = []
+    for k in spec.first:
+        cells = _cells(out.pc.line(k), spec.cols)
+        rows.append((cells[name_at], cells[value_at]))
+    return cpu_pcts(os_values(rows))
 
 
 def _named_records(out: _Out, r: int, seq: int, spec: _Spec, lines: range) -> list[int]:
