@@ -145,3 +145,47 @@ def test_operating_system_statistics_become_host_cpu_columns() -> None:
     for col, want in (("cpu_user_pct", 9.4), ("cpu_system_pct", 6.8),
                       ("cpu_iowait_pct", 74.6), ("cpu_idle_pct", 8.6), ("cpu_nice_pct", 0.0)):
         assert df[col].round(1).unique().to_list() == [want], col
+
+
+@st.composite
+def _damaged(draw: st.DrawFn) -> tuple[Path, bytes, bool]:
+    """A report with lines dropped or doubled, and perhaps characters changed (then its
+    rows may differ from the report's: a changed digit is another value, not a row of
+    another block)."""
+    path = draw(st.sampled_from(TEXT_REPORTS))
+    lines = path.read_bytes().split(b"\n")
+    changed = False
+    for _ in range(draw(st.integers(1, 4))):
+        at = draw(st.integers(0, len(lines) - 1))
+        how = draw(st.sampled_from(["drop", "dup", "byte"]))
+        if how == "drop":
+            del lines[at]
+        elif how == "dup":
+            lines.insert(at, lines[at])
+        elif lines[at]:
+            pos = draw(st.integers(0, len(lines[at]) - 1))
+            byte = draw(st.sampled_from(list(b"0123456789.,-~# xK\t\x00\xff")))
+            lines[at] = lines[at][:pos] + bytes([byte]) + lines[at][pos + 1:]
+            changed = True
+    return path, b"\n".join(lines), changed
+
+
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(_damaged())
+def test_damaged_text_reports_give_clear_errors_and_no_invented_rows(
+        case: tuple[Path, bytes, bool]) -> None:
+    path, data, changed = case
+    strict_w, strict_f, _ = rows(path, path.read_bytes(), lenient=False)
+    for lenient in (False, True):
+        try:
+            got_w, got_f, _ = rows(path, data, lenient=lenient)
+        except InputFormatError as exc:  # the only exception a damaged report may give
+            error: InputFormatError | None = exc
+        else:
+            error = None
+        if error is not None:
+            assert error.path == str(path)
+            assert error.reason
+        elif not changed:
+            assert got_w <= strict_w
+            assert got_f <= strict_f

@@ -304,6 +304,10 @@ def _read_table(out: _Out, r: int, seq: int, i_title: int, b: int, title: str,
             raise _Cut
         raise _BadLine(pc.no(i_title), "section title without a rule of dashes under its "
                        "column headings within the next lines")
+    other = pc.first("term", i_title + 1, rule)
+    if other is not None:  # (the rule found is another section's: its rows are not ours)
+        raise _BadLine(pc.no(i_title), f"section title without a rule of dashes under its "
+                       f"column headings before the next section (line {pc.no(other)})")
     # the headings: the lines above the rule, from the last blank or '->' line on (the words
     # beside the title count when there is none: Top 5)
     reset = pc.last("reset", i_title + 1, rule)
