@@ -64,3 +64,12 @@ def test_cli_analyze_shows_soe_as_bottleneck() -> None:
     assert "oracle_file_reads" in out.output
     line = next(ln for ln in out.output.splitlines() if ln.startswith("│ SOE "))
     assert "bottleneck" in line
+
+
+def test_wait_finding_cites_the_wait_event_histogram() -> None:
+    for path in (SOE_TXT, SOE_HTML):
+        f = next(f for f in _result(path).findings if f.rule == "oracle_waits"
+                 and f.title.startswith("db file sequential read"))
+        ev = {e.metric: e for e in f.evidence}
+        assert ev["waits_ge_32ms_pct"].value == 76.0
+        assert "75.9 % of the 'db file sequential read' waits took 32 ms-1 s" in f.explanation

@@ -76,7 +76,7 @@ def test_text_and_html_of_one_report_give_the_same_rows() -> None:
     text, html = import_file(SOE_TXT), import_file(SOE_HTML)
     assert text.frame.df.sort("device").equals(html.frame.df.sort("device"))
     tw, hw = text.waits.df, html.waits.df
-    assert tw.height == hw.height == 14
+    assert tw.height == hw.height == 18  # 5 top, 6 fg, 3 bg, 4 histogram
     # the text cuts names at the column width ("control file sequential re"): each text
     # row is the HTML row of the same place, its names a prefix of the HTML names
     for t, h in zip(tw.iter_rows(named=True), hw.iter_rows(named=True), strict=True):

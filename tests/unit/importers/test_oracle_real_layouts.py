@@ -189,3 +189,12 @@ def test_damaged_text_reports_give_clear_errors_and_no_invented_rows(
         elif not changed:
             assert got_w <= strict_w
             assert got_f <= strict_f
+
+
+def test_wait_event_histogram_shares() -> None:
+    hist = import_file(SOE).waits.df.filter(pl.col("section") == "wait event histogram")
+    row = hist.filter(pl.col("event") == "db file sequential read").row(0, named=True)
+    # 35.9K waits; <=1s 75.9 % (32 ms-1 s: the bucket after <32ms) and >1s .1 %
+    assert (row["waits"], row["waits_ge_32ms_pct"], row["waits_ge_1s_pct"]) == (
+        35900.0, 76.0, 0.1)
+    assert hist.height == 4

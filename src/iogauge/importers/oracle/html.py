@@ -41,6 +41,7 @@ from iogauge.importers.oracle.grammar import (
     _Table,
     report_window,
 )
+from iogauge.importers.oracle.histogram import hist_row, lower_bounds
 from iogauge.importers.oracle.osstat import CPU_SCHEMA, cpu_pcts, os_values
 from iogauge.importers.oracle.rows import _Ctx
 from iogauge.model.sampleframe import SampleFrame
@@ -63,6 +64,7 @@ _SECTIONS: tuple[tuple[str, str, str], ...] = (
     ("this table displays io statistics for different tablespaces", "tablespace", ""),
     ("this table displays io statistics for different files", "file", ""),
     ("this table displays operating systems statistics", "os", ""),
+    ("this table displays wait event histogram", "hist", "wait event histogram"),
 )
 
 
@@ -210,6 +212,7 @@ def parse_html(data: bytes, source: Source, *, fmt: str) -> SampleFrame:
     ctx = _Ctx(source=source, fmt=fmt, ts=ts, interval_s=interval_s,
                host=rep.host or source.host or Path(source.path).stem, rep=rep)
     cpu: dict[str, float] = {}
+    hist: list[dict[str, object]] = []
     for t in parser.tables:
         found = _section(t.summary)
         if found is None or not t.rows:
@@ -217,6 +220,9 @@ def parse_html(data: bytes, source: Source, *, fmt: str) -> SampleFrame:
         kind, section = found
         if kind == "os":
             cpu = _os_table(t)
+            continue
+        if kind == "hist":
+            hist += _hist_table(t, source)
             continue
         try:
             table = _table(t, kind, source)
@@ -228,10 +234,13 @@ def parse_html(data: bytes, source: Source, *, fmt: str) -> SampleFrame:
             source.bad_line(exc.line_no, exc.reason)
     for note in sorted(ctx.notes):
         source.note(note)
-    if ctx.wait_rows:
+    base = {"source": fmt, "host": ctx.host, "db_name": rep.db_name,
+            "instance": rep.instance, "ts": ts, "interval_s": float(interval_s),
+            "section": "wait event histogram"}
+    waits = ctx.wait_rows + [{**base, **row} for row in hist]
+    if waits:
         source.waits.append(WaitEventFrame(pl.DataFrame(
-            [{c: row.get(c) for c in WAIT_SCHEMA} for row in ctx.wait_rows],
-            schema=WAIT_SCHEMA)))
+            [{c: row.get(c) for c in WAIT_SCHEMA} for row in waits], schema=WAIT_SCHEMA)))
     if not ctx.file_rows:
         return SampleFrame.empty()
     schema = {**_FILE_SCHEMA, **CPU_SCHEMA}
@@ -247,3 +256,30 @@ def _os_table(t: _HtmlTable) -> dict[str, float]:
     at, value_at = heads.index("statistic"), heads.index("value")
     return cpu_pcts(os_values([(cells[at], cells[value_at]) for _line, cells in t.rows[1:]
                                if len(cells) == len(heads)]))
+
+
+def _hist_table(t: _HtmlTable, source: Source) -> list[dict[str, object]]:
+    """The Wait Event Histogram's rows (under the row of headings that starts with Event:
+    a '% of Total Waits' row may span the buckets above it)."""
+    at = next((k for k, (_line, cells) in enumerate(t.rows) if cells[:1] == ["Event"]), None)
+    if at is None:
+        source.bad_line(t.line, "wait event histogram without an Event heading")
+        return []
+    heads = t.rows[at][1]
+    bounds = lower_bounds(heads)
+    if isinstance(bounds, str):
+        source.bad_line(t.rows[at][0], f"wait event histogram: {bounds}")
+        return []
+    keys = [_norm(h) for h in heads]
+    waits_at = next((k for k, n in enumerate(keys) if n in ("waits", "totalwaits")), None)
+    out = []
+    for line, cells in t.rows[at + 1:]:
+        if len(cells) != len(heads):
+            source.bad_line(line, f"wait event histogram: {len(cells)} cells under "
+                            f"{len(heads)} headings")
+            continue
+        try:
+            out.append(hist_row(cells, bounds, heads, waits_at, line, "wait event histogram"))
+        except _BadLine as exc:
+            source.bad_line(exc.line_no, exc.reason)
+    return out

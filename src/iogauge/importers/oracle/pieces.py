@@ -48,6 +48,7 @@ _V_CLASSES = {
     "file": r"^(?:File IO Stats|File IO Statistics)" + _V_TAIL,
     "ts": r"^(?:Tablespace IO Stats|Tablespace IO Summary)" + _V_TAIL,
     "os": r"^(?:Operating System Statistics|OS Statistics)" + _V_TAIL,
+    "hist": r"^Wait Event Histogram" + _V_TAIL,
     "title": _ANY_TITLE_RE.pattern,
     "footer": r"^\s+-{20,}\s*$",  # the indented rule SQL*Plus prints after a section
     # the titles of the summary blocks that follow a table with no blank line between (AWR
@@ -99,7 +100,8 @@ class _Piece:
             lead=col.str.len_chars() - col.str.strip_chars_start().str.len_chars(),
             **classes)
         arr = {name: masks[name].to_numpy() for name in masks.columns}
-        interest = arr["top"] | arr["waits"] | arr["file"] | arr["ts"] | arr["os"]
+        interest = (arr["top"] | arr["waits"] | arr["file"] | arr["ts"] | arr["os"]
+                    | arr["hist"])
         idx = {name: np.flatnonzero(arr[name]).tolist()
                for name in ("start", "rule", "blank", "reset", "head")}
         idx["text"] = np.flatnonzero(~arr["blank"]).tolist()
@@ -112,6 +114,8 @@ class _Piece:
         titled = arr["block"] | (underlined & ~arr["blank"] & (arr["lead"] == 0))
         idx["term"] = np.flatnonzero(interest | arr["title"] | arr["footer"] | arr["end"]
                                      | titled).tolist()
+        # another section's title (a footer-like rule may underline a heading: histogram)
+        idx["section"] = np.flatnonzero(interest | arr["title"] | titled).tolist()
         code = np.full(len(raw), _X, dtype=np.uint8)
         code[arr["numeric"]] = _N
         code[arr["blank"]] = _B

@@ -43,6 +43,7 @@ from iogauge.importers.oracle.grammar import (
     _Report,
     report_window,
 )
+from iogauge.importers.oracle.histogram import HIST_RE, hist_row, lower_bounds
 from iogauge.importers.oracle.osstat import OS_RE, cpu_pcts, os_values, with_cpu
 from iogauge.importers.oracle.pieces import (
     _C,
@@ -183,19 +184,17 @@ def _scan_report(out: _Out, source: Source, r: int, a: int, b: int, *, last: boo
         if t < i:
             continue  # (inside the table read last)
         line = pc.line(t)
-        m_top, m_w = _TOP_RE.match(line), _WAITS_RE.match(line)
-        m_f, m_t, m_os = _FILE_RE.match(line), _TS_RE.match(line), OS_RE.match(line)
-        m = m_top or m_w or m_f or m_t or m_os
-        if m is None:  # pragma: no cover - the polars classes match as these patterns do
+        found = _kind_of(line)
+        if found is None:  # pragma: no cover - the polars classes match as these patterns do
             continue
-        kind = ("top" if m_top else "waits" if m_w else "file" if m_f else
-                "tablespace" if m_t else "os")
-        text_names = (_WAIT_TEXT if kind in ("top", "waits") else
+        kind, m = found
+        text_names = (_WAIT_TEXT if kind in ("top", "waits", "hist") else
                       _OS_TEXT if kind == "os" else _FILE_TEXT)
         try:
             spec, i = _read_table(out, r, seq, t, b, m.group(1),
                                   m.end(1) if kind == "top" else len(line), text_names,
-                                  two_level_allowed=kind in ("file", "tablespace"))
+                                  two_level_allowed=kind in ("file", "tablespace"),
+                                  heading_lines=2 if kind == "hist" else None)
         except _BadLine as exc:
             out.bad(r, seq, exc.line_no, exc.reason)
             i = t + 1
@@ -212,6 +211,46 @@ def _scan_report(out: _Out, source: Source, r: int, a: int, b: int, *, last: boo
         spec.order, spec.rep, spec.seq, spec.kind = len(out.specs), r_meta, seq, kind
         spec.section = "top timed events" if kind == "top" else m.group(1).lower()
         out.specs.append(spec)
+        if kind == "hist":
+            _hist_rows(out, r, spec)
+
+
+#: the sections read, by title: (kind, pattern)
+_KINDS: tuple[tuple[str, re.Pattern[str]], ...] = (
+    ("top", _TOP_RE), ("waits", _WAITS_RE), ("file", _FILE_RE), ("tablespace", _TS_RE),
+    ("os", OS_RE), ("hist", HIST_RE))
+
+
+def _kind_of(line: str) -> tuple[str, re.Match[str]] | None:
+    for kind, pattern in _KINDS:
+        m = pattern.match(line)
+        if m:
+            return kind, m
+    return None
+
+
+def _hist_rows(out: _Out, r: int, spec: _Spec) -> None:
+    """The Wait Event Histogram's rows (a small table, read row by row): each event's
+    waits and its shares of waits >= 32 ms and >= 1 s, after the report's wait rows."""
+    names = [c.name for c in spec.cols]
+    bounds = lower_bounds(names)
+    if isinstance(bounds, str):
+        out.bad(r, spec.seq, spec.title_line, f"{spec.title}: {bounds}")
+        return
+    meta = out.meta[spec.rep]
+    keys = [_norm(n) for n in names]
+    waits_at = next((k for k, n in enumerate(keys) if n in ("waits", "totalwaits")), None)
+    for pos, k in enumerate(spec.first):
+        cells = _cells(out.pc.line(k), spec.cols)
+        try:
+            row = hist_row(cells, bounds, names, waits_at, out.pc.no(k), spec.title)
+        except _BadLine as exc:
+            out.bad(r, spec.seq, exc.line_no, exc.reason)
+            continue
+        out.fallback_waits.append((spec.order, pos, {
+            **row, "source": out.fmt, "host": meta.host, "db_name": meta.rep.db_name,
+            "instance": meta.rep.instance, "ts": meta.ts,
+            "interval_s": float(meta.interval_s), "section": "wait event histogram"}))
 
 
 def _read_header(out: _Out, r: int, rep: _Report, a: int, b: int) -> None:
@@ -292,8 +331,8 @@ def _columns_of(header: tuple[str, ...], rule: str, text_names: frozenset[str]) 
 
 
 def _read_table(out: _Out, r: int, seq: int, i_title: int, b: int, title: str,
-                title_end: int, text_names: set[str], *, two_level_allowed: bool
-                ) -> tuple[_Spec | None, int]:
+                title_end: int, text_names: set[str], *, two_level_allowed: bool,
+                heading_lines: int | None = None) -> tuple[_Spec | None, int]:
     """The table whose title is on line ``i_title`` (the report ends before ``b``): its
     columns and the lines of its records, and where reading goes on. None for a table cut
     off by the end of the file (a note says so)."""
@@ -304,7 +343,7 @@ def _read_table(out: _Out, r: int, seq: int, i_title: int, b: int, title: str,
             raise _Cut
         raise _BadLine(pc.no(i_title), "section title without a rule of dashes under its "
                        "column headings within the next lines")
-    other = pc.first("term", i_title + 1, rule)
+    other = pc.first("section", i_title + 1, rule)
     if other is not None:  # (the rule found is another section's: its rows are not ours)
         raise _BadLine(pc.no(i_title), f"section title without a rule of dashes under its "
                        f"column headings before the next section (line {pc.no(other)})")
@@ -317,6 +356,8 @@ def _read_table(out: _Out, r: int, seq: int, i_title: int, b: int, title: str,
         header += [pc.line(k).replace("~", " ") for k in range(i_title + 1, rule)]
     else:
         header = [pc.line(k).replace("~", " ") for k in range(reset + 1, rule)]
+    if heading_lines is not None:  # (the histogram's '% of Waits' over its buckets)
+        header = header[-heading_lines:]
     names = frozenset(text_names)
     cols = _columns_of(tuple(header), pc.line(rule), names)
     cols2: list[_Col] | None = None
