@@ -15,6 +15,8 @@ from decimal import Decimal
 from pathlib import Path
 from typing import BinaryIO
 
+import numpy as np
+
 from iogauge.importers.base import Source
 from iogauge.importers.io import decode, encoding_of
 from iogauge.importers.oracle.grammar import (
@@ -438,12 +440,13 @@ def _named_records(out: _Out, r: int, seq: int, spec: _Spec, lines: range) -> li
     as a row."""
     if not spec.cols or not spec.cols[0].text or spec.cols[0].start != 0:
         return list(lines)
-    lead = out.pc.lead
-    for k in lines:
-        if lead[k] > 0:
-            out.bad(r, seq, out.pc.no(k), f"{spec.title}: an indented line where a record "
-                    "starts with its name (a line of another block?)")
-    return [k for k in lines if lead[k] == 0]
+    ks = np.arange(lines.start, lines.stop)
+    indented = out.pc.lead[ks] > 0
+    for k in ks[indented].tolist():
+        out.bad(r, seq, out.pc.no(k), f"{spec.title}: an indented line where a record "
+                "starts with its name (a line of another block?)")
+    kept: list[int] = ks[~indented].tolist()
+    return kept
 
 
 def _cut(out: _Out, r: int, seq: int, spec: _Spec) -> tuple[None, int]:
