@@ -89,7 +89,8 @@ def _outside_lines(lines: list[bytes]) -> list[bytes]:
 
 @st.composite
 def mutations(draw: st.DrawFn) -> tuple[Path, bytes, list[int]]:
-    """A report with lines of other blocks pasted in, and lines dropped, anywhere."""
+    """A report with lines of other blocks pasted in anywhere (lines dropped: see
+    _damaged)."""
     path = draw(st.sampled_from(TEXT_REPORTS))
     lines = path.read_bytes().split(b"\n")
     foreign = [b"Host CPU (CPUs:    2 Cores:    2 Sockets:    1)",
@@ -102,10 +103,6 @@ def mutations(draw: st.DrawFn) -> tuple[Path, bytes, list[int]]:
         at = draw(st.integers(0, len(lines)))
         lines.insert(at, draw(st.sampled_from(foreign)))
         inserted = [i + (i >= at) for i in inserted] + [at]
-    for _ in range(draw(st.integers(0, 2))):
-        at = draw(st.integers(0, len(lines) - 1))
-        del lines[at]
-        inserted = [i - (i > at) for i in inserted if i != at]
     return path, b"\n".join(lines), sorted(i + 1 for i in inserted)
 
 
@@ -149,9 +146,10 @@ def test_operating_system_statistics_become_host_cpu_columns() -> None:
 
 @st.composite
 def _damaged(draw: st.DrawFn) -> tuple[Path, bytes, bool]:
-    """A report with lines dropped or doubled, and perhaps characters changed (then its
-    rows may differ from the report's: a changed digit is another value, not a row of
-    another block)."""
+    """A report with lines dropped or doubled, or characters changed. A changed digit is
+    another value, and a dropped line of numbers pairs a file's name with the next file's
+    numbers (two-line records: nothing tells them apart), so only a report with lines
+    doubled must give a subset of the report's rows."""
     path = draw(st.sampled_from(TEXT_REPORTS))
     lines = path.read_bytes().split(b"\n")
     changed = False
@@ -160,6 +158,7 @@ def _damaged(draw: st.DrawFn) -> tuple[Path, bytes, bool]:
         how = draw(st.sampled_from(["drop", "dup", "byte"]))
         if how == "drop":
             del lines[at]
+            changed = True
         elif how == "dup":
             lines.insert(at, lines[at])
         elif lines[at]:
