@@ -1,4 +1,6 @@
-"""Shared reading of Oracle Statspack and AWR text reports: wait events and file I/O.
+"""Reading of Oracle Statspack and AWR reports (text; AWR HTML in :mod:`.html`): wait events,
+file I/O, the Wait Event Histogram (:mod:`.histogram`) and Operating System Statistics
+(:mod:`.osstat`).
 
 Statspack (``spreport.sql``, Oracle 8i-11g and later) and AWR (``awrrpt.sql``, 10g and later)
 text reports are SQL*Plus listings: a section title, optional ``->`` notes, column headings,
@@ -18,7 +20,16 @@ Sections read (all others are skipped):
 * the full lists: ``Wait Events`` (Statspack, AWR 10g), ``Foreground Wait Events`` /
   ``Background Wait Events`` (AWR 11g+, Statspack 11g+);
 * ``File IO Stats`` (``File IO Statistics`` in 8i) and ``Tablespace IO Stats``
-  (``Tablespace IO Summary`` in 8i).
+  (``Tablespace IO Summary`` in 8i);
+* ``Wait Event Histogram`` and ``Operating System Statistics`` (``OS Statistics``).
+
+A table ends at its footer rule, a blank line after a record, or the next title -- a section
+title, a known block title (``Host CPU``, ``Instance CPU``, ... : AWR 11.2 prints Host CPU
+right under the Top 5 rows) or any line underlined with ``~``. Each table has a grammar, so
+that a line of another block is refused (``--lenient`` skips it), never read as a row: every
+column heading must be one of Oracle's, a record starts with its name at column 1, an event
+name starts with a letter and has a figure, a tablespace name is an identifier, and the rule
+of dashes under a title's headings must come before the next section's title.
 
 Wait events go to a :class:`WaitEventFrame` (``source.waits``); one row per event per section,
 ``ts`` = the end snapshot time, ``interval_s`` = end - begin snapshot time (exact to the second;

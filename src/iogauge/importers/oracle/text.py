@@ -378,18 +378,7 @@ def _read_table(out: _Out, r: int, seq: int, i_title: int, b: int, title: str,
     spec = _Spec(order=0, rep=0, seq=0, kind="", section="", title=title, title_line=pc.no(i_title),
                  cols=cols, cols2=cols2, first=[], second=[], more={})
     if cols2 is None:
-        # one line a record, to the first blank line after one
-        top = pc.first("text", i, end)
-        if top is not None:
-            blank = pc.first("blank", top, end)
-            if blank is not None:
-                spec.first = _named_records(out, r, seq, spec, range(top, blank))
-                return spec, blank + 1
-            if term is None:  # (cut by the file's end: dropped whole, refusing nothing)
-                spec.first = list(range(top, end))
-                return _cut(out, r, seq, spec)
-            spec.first = _named_records(out, r, seq, spec, range(top, end))
-        return _cut(out, r, seq, spec) if term is None else (spec, term)
+        return _one_line_records(out, r, seq, spec, i, end, term)
     # two lines a record: each line's class, then the records as _RECORD_RE finds them
     code = pc.code[i:end].copy()
     if len(cols) > 1:
@@ -431,6 +420,24 @@ def _os_cpu(out: _Out, spec: _Spec) -> dict[str, float]:
         cells = _cells(out.pc.line(k), spec.cols)
         rows.append((cells[name_at], cells[value_at]))
     return cpu_pcts(os_values(rows))
+
+
+def _one_line_records(out: _Out, r: int, seq: int, spec: _Spec, i: int, end: int,
+                      term: int | None) -> tuple[_Spec | None, int]:
+    """A one-line-a-record table's records, from its first line to the first blank line
+    after one (or its end), and where reading goes on."""
+    pc = out.pc
+    top = pc.first("text", i, end)
+    if top is not None:
+        blank = pc.first("blank", top, end)
+        if blank is not None:
+            spec.first = _named_records(out, r, seq, spec, range(top, blank))
+            return spec, blank + 1
+        if term is None:  # (cut by the file's end: dropped whole, refusing nothing)
+            spec.first = list(range(top, end))
+            return _cut(out, r, seq, spec)
+        spec.first = _named_records(out, r, seq, spec, range(top, end))
+    return _cut(out, r, seq, spec) if term is None else (spec, term)
 
 
 def _named_records(out: _Out, r: int, seq: int, spec: _Spec, lines: range) -> list[int]:
