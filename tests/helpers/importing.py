@@ -21,7 +21,8 @@ FIXTURE_FORMATS = {
     "iostat": "iostat", "iostat-json": "iostat-json", "sar": "sar", "sadf": "sadf",
     "sa": "sa", "solaris-iostat": "solaris-iostat", "unix-sar": "unix-sar",
     "aix-iostat": "aix-iostat", "perfmon": "perfmon", "rmf": "rmf", "statspack": "statspack",
-    "awr": "awr", "fio": "fio", "diskstats-snapshots": "diskstats", "diskstats": "diskstats",
+    "awr": "awr", "awr-html": "awr-html", "fio": "fio", "diskstats-snapshots": "diskstats",
+    "diskstats": "diskstats",
 }
 
 

@@ -59,7 +59,9 @@ NEAR_LIMIT_HEADROOM_PCT = 20.0
 #: Rules whose warnings mean the device itself is at or near its limit.
 LOAD_RULES = frozenset({"saturation", "capability_exceeded", "response_time_target",
                         "solaris_service_time", "queueing", "concentration",
-                        "rmf_response_breakdown", "oracle_waits"})
+                        "rmf_response_breakdown", "oracle_waits",
+                        # a tablespace's warning sets its verdict as a disk's does
+                        "oracle_file_reads"})
 #: Rules about the data or the method rather than the device: they never set a verdict.
 CONTEXT_RULES = frozenset({"interval_too_coarse", "util_not_capacity"})
 WORST_WINDOWS = 3

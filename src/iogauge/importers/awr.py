@@ -1,6 +1,6 @@
 """Oracle AWR text reports (``awrrpt.sql``, text output): wait events and file I/O statistics.
 
-Everything but the sniffer lives in :mod:`iogauge.importers.oracle_common`, shared with
+Everything but the sniffer lives in :mod:`iogauge.importers.oracle`, shared with
 Statspack: see there for the sections read, the column mapping and the release differences
 (``Top 5 Timed Events`` in 10g, ``Top 5 Timed Foreground Events`` in 11g, ``Top 10 Foreground
 Events by Total Wait Time`` with unit-suffixed averages from 11.2.0.4/12c on). Only the
@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from typing import BinaryIO
 
 from iogauge.importers.base import Source
-from iogauge.importers.oracle_common import CHUNK_BYTES, iter_reports, parse_reports
+from iogauge.importers.oracle import CHUNK_BYTES, iter_reports, parse_reports
 from iogauge.model.sampleframe import SampleFrame
 
 NAME = "awr"
@@ -25,8 +25,13 @@ EXPECTS = "a 'WORKLOAD REPOSITORY report for' line (Oracle awrrpt.sql text outpu
 _START_RE = re.compile(r"^\s*WORKLOAD REPOSITORY report for\s*$")
 
 
+#: an HTML document (the AWR HTML report's <h1> holds the same title line: awr_html's)
+_HTML_RE = re.compile(r"<html\b|<title>", re.IGNORECASE)
+
+
 def sniff(head: str) -> bool:
-    return any(_START_RE.match(line) for line in head.splitlines()[:200])
+    return (any(_START_RE.match(line) for line in head.splitlines()[:200])
+            and not _HTML_RE.search(head[:4096]))
 
 
 def parse(data: bytes, source: Source) -> SampleFrame:

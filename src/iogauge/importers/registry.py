@@ -41,6 +41,7 @@ FORMATS: dict[str, str] = {
     "fio": "iogauge.importers.fio_json",
     "perfmon": "iogauge.importers.perfmon",
     "rmf": "iogauge.importers.rmf",
+    "awr-html": "iogauge.importers.awr_html",
     "awr": "iogauge.importers.awr",
     "statspack": "iogauge.importers.statspack",
     "aix-iostat": "iogauge.importers.aix_iostat",

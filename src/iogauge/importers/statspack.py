@@ -1,6 +1,6 @@
 """Oracle Statspack text reports (``spreport.sql``): wait events and file I/O statistics.
 
-Everything but the sniffer lives in :mod:`iogauge.importers.oracle_common`, shared with AWR:
+Everything but the sniffer lives in :mod:`iogauge.importers.oracle`, shared with AWR:
 see there for the sections read, the column mapping and the release differences (8i prints
 wait times in centiseconds and file I/O as counts; 9i+ in seconds and per-second rates).
 """
@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from typing import BinaryIO
 
 from iogauge.importers.base import Source
-from iogauge.importers.oracle_common import CHUNK_BYTES, iter_reports, parse_reports
+from iogauge.importers.oracle import CHUNK_BYTES, iter_reports, parse_reports
 from iogauge.model.sampleframe import SampleFrame
 
 NAME = "statspack"

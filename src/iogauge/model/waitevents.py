@@ -41,6 +41,10 @@ WAIT_COLUMNS: tuple[Column, ...] = (
     Column("waits_per_txn", pl.Float64(), "count", "Waits per transaction.", False),
     Column("pct_db_time", pl.Float64(), "%", "Share of DB time (% DB time / %Total Call Time)."
            , False),
+    Column("waits_ge_32ms_pct", pl.Float64(), "%", "Share of the event's waits that took 32 ms "
+           "or more (Wait Event Histogram rows only: its buckets from 32 ms up).", False),
+    Column("waits_ge_1s_pct", pl.Float64(), "%", "Share of the event's waits that took 1 s or "
+           "more (Wait Event Histogram rows only).", False),
 )
 
 WAIT_SCHEMA: dict[str, pl.DataType] = {c.name: c.dtype for c in WAIT_COLUMNS}

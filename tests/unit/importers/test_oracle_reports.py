@@ -18,8 +18,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from iogauge.errors import InputFormatError
-from iogauge.importers import awr, oracle_common, rmf, statspack
+from iogauge.importers import awr, rmf, statspack
 from iogauge.importers.base import Source
+from iogauge.importers.oracle import grammar, pieces, vector
 from iogauge.importers.registry import detect, import_file
 from iogauge.model.waitevents import WaitEventFrame
 
@@ -530,7 +531,7 @@ def test_a_snapshot_date_that_does_not_exist_is_refused_with_its_line() -> None:
 def test_snapshot_times_read_as_strptime_reads_them(text: str) -> None:
     want = next(d for f in ("%d-%b-%y %H:%M:%S", "%d-%b-%Y %H:%M:%S")
                 for d in [_strptime_or_none(text, f)] if d is not None)
-    assert oracle_common._oracle_time(text) == want
+    assert grammar._oracle_time(text) == want
 
 
 def _strptime_or_none(text: str, fmt: str) -> datetime | None:
@@ -544,7 +545,7 @@ def _strptime_or_none(text: str, fmt: str) -> datetime | None:
                                   "1-Jan-07 24:00:00", "1-Jan-007 10:00:00"])
 def test_snapshot_times_that_are_not_dates(text: str) -> None:
     with pytest.raises(ValueError, match="07"):
-        oracle_common._oracle_time(text)
+        grammar._oracle_time(text)
 
 
 _CELL = st.one_of(st.just(""), st.from_regex(r"[0-9][0-9,]{0,6}(\.[0-9]{1,3})?", fullmatch=True),
@@ -561,7 +562,7 @@ def test_cells_of_a_layout_are_those_read_one_line_at_a_time(
     running past its rule), the polars cells are :func:`_cells`'s."""
     cols, pos = [], 0
     for width, text in widths:
-        cols.append(oracle_common._Col(f"c{len(cols)}", pos, pos + width - 1, text))
+        cols.append(grammar._Col(f"c{len(cols)}", pos, pos + width - 1, text))
         pos += width + 1
     lines = []
     for row in rows:
@@ -571,10 +572,10 @@ def test_cells_of_a_layout_are_those_read_one_line_at_a_time(
                 max(len(line), col.end + 1 - len(value) + shift)
             line = line.ljust(at) + value
         lines.append(line)
-    piece = oracle_common._Piece.of(lines, 0, re.compile("^$"))
-    frame = oracle_common._cell_frame(piece, list(range(len(lines))), cols, "c")
+    piece = pieces._Piece.of(lines, 0, re.compile("^$"))
+    frame = vector._cell_frame(piece, list(range(len(lines))), cols, "c")
     assert [list(r) for r in frame.iter_rows()] == \
-        [oracle_common._cells(line, cols) for line in lines]
+        [grammar._cells(line, cols) for line in lines]
 
 
 _NUMBER = st.one_of(st.from_regex(r"[0-9]{1,3}(,[0-9]{3}){0,2}(\.[0-9]{1,4})?[KMGTP]?",
@@ -589,12 +590,12 @@ def test_numbers_read_by_polars_are_those_decimal_reads(cells: list[str], how: s
     """A value polars reads is float(Decimal(text) x multiplier), rounded once; one it does
     not read (a '#' run, an exponent, digits it does not know, no number) is left to the
     row-by-row reading."""
-    value, odd = oracle_common._number_expr(pl.col("c"), int(Decimal(how).adjusted()))
+    value, odd = vector._number_expr(pl.col("c"), int(Decimal(how).adjusted()))
     got = pl.DataFrame({"c": cells}).select(v=value, odd=odd)
     for cell, (v, is_odd) in zip(cells, got.iter_rows(), strict=True):
         try:
-            want = oracle_common._number(cell, 1, "c", set())
-        except oracle_common._BadLine:
+            want = grammar._number(cell, 1, "c", set())
+        except grammar._BadLine:
             assert is_odd, cell
             continue
         if is_odd:
@@ -608,12 +609,12 @@ def test_numbers_read_by_polars_are_those_decimal_reads(cells: list[str], how: s
     st.from_regex(r"[0-9]{1,4}(\.[0-9]{1,3})? ?(ns|us|ms|s|sec)", fullmatch=True),
     st.sampled_from(["", "7.38", "ms", "1.2 min"])), min_size=1, max_size=10))
 def test_times_with_units_read_by_polars_are_those_decimal_reads(cells: list[str]) -> None:
-    value, odd = oracle_common._unit_expr(pl.col("c"))
+    value, odd = vector._unit_expr(pl.col("c"))
     got = pl.DataFrame({"c": cells}).select(v=value, odd=odd)
     for cell, (v, is_odd) in zip(cells, got.iter_rows(), strict=True):
         try:
-            want = oracle_common._with_unit_ms(cell, 1, "c")
-        except oracle_common._BadLine:
+            want = grammar._with_unit_ms(cell, 1, "c")
+        except grammar._BadLine:
             assert is_odd, cell
             continue
         assert not is_odd and v == (None if want is None else float(want)), cell

@@ -77,6 +77,8 @@ WARN_FACTOR = 2.0
 CRITICAL_FACTOR = 5.0
 MIN_WAITS = 20.0
 SCAN_TIME_SHARE_PCT = 25.0
+#: the section of the Wait Event Histogram's rows (shares of waits by time bucket)
+HIST_SECTION = "wait event histogram"
 #: Section preference when one report lists an event more than once (lower first).
 SECTION_RANK: dict[str, int] = {"wait events": 0, "foreground wait events": 0,
                                 "background wait events": 1, "top timed events": 2}
@@ -98,6 +100,8 @@ def event_averages(waits: pl.DataFrame) -> pl.DataFrame:
     the more precise of the two (see the rounding note in the code). ``kind`` is
     ``single``, ``multi``, ``redo`` or null (not an I/O event this rule judges).
     """
+    hist = _histogram(waits)
+    waits = waits.filter(pl.col("section").str.to_lowercase() != HIST_SECTION)
     df = waits.with_columns(
         _rank=pl.col("section").str.to_lowercase()
         .replace_strict(SECTION_RANK, default=9, return_dtype=pl.Int64),
@@ -126,7 +130,17 @@ def event_averages(waits: pl.DataFrame) -> pl.DataFrame:
     return (df.with_columns(avg_ms=best, kind=kind)
             .select(*_KEYS, "ts", "interval_s", "section", "event", "kind", "waits",
                     "time_waited_s", "avg_ms")
+            .join(hist, on=[*_KEYS, "ts", "event"], how="left", nulls_equal=True)
             .sort([*_KEYS, "ts", "event"], nulls_last=True))
+
+
+def _histogram(waits: pl.DataFrame) -> pl.DataFrame:
+    """The Wait Event Histogram's shares per (instance, interval, event): the percentage
+    of waits of 32 ms or more and of 1 s or more (AWR/Statspack, what iostat lacks)."""
+    return (waits.filter(pl.col("section").str.to_lowercase() == HIST_SECTION)
+            .select(*_KEYS, "ts", pl.col("event").str.strip_chars(),
+                    hist_ge_32ms_pct="waits_ge_32ms_pct", hist_ge_1s_pct="waits_ge_1s_pct")
+            .unique(subset=[*_KEYS, "ts", "event"], keep="first"))
 
 
 @dataclass(frozen=True)
@@ -260,10 +274,21 @@ def _finding(event: str, kind: str, e: float, exp: Expectation, run: Run, found:
         evidence.append(Evidence("multiblock_time_share_pct", float(scan), "%",
                                  SCAN_TIME_SHARE_PCT, ">=" if full_scans else "<",
                                  "multi-block read time / all read wait time"))
+    slow, very = worst.get("hist_ge_32ms_pct"), worst.get("hist_ge_1s_pct")
+    spread = ""
+    if slow is not None:
+        mid = float(slow) - float(very or 0.0)
+        spread = (f" The Wait Event Histogram shows where they fell: {mid:.1f} % of the "
+                  f"'{event}' waits took 32 ms-1 s and {float(very or 0.0):.1f} % 1 s or "
+                  "more -- the slow reads are the rule, not a few outliers.")
+        evidence.append(Evidence("waits_ge_32ms_pct", float(slow), "%",
+                                 note=f"Wait Event Histogram: {mid:.1f} % in 32 ms-1 s, "
+                                      f"{float(very or 0.0):.1f} % >= 1 s"))
     evidence.append(Evidence("host", host, "", note=f"report section: {worst['section']}"))
     evidence.append(matched_evidence(found, run))
     explanation = (f"The database waited {fmt_ms(avg)} per '{event}' on average, "
                    f"{avg / e:.1f}x what the storage should give for {what} ({exp.basis}).")
+    explanation += spread
     if kind == "single":
         explanation += (" Single-block reads are random (index and rowid access): each "
                         "should cost about one random read of the device.")

@@ -1,0 +1,26 @@
+"""Oracle AWR HTML reports (``awrrpt.sql`` with report type ``html``, its default): wait
+events and tablespace / file I/O, read with an HTML parser (see
+:mod:`iogauge.importers.oracle.html`) into the same rows as the text report gives.
+
+The RAC global report (``awrgrpt.sql``, ``<title>AWR RAC Report for DB:``) is recognised and
+refused with a clear reason: its tables hold a row per instance.
+"""
+
+from __future__ import annotations
+
+from iogauge.importers.base import Source
+from iogauge.importers.oracle.html import RAC_TITLE_RE, TITLE_RE, parse_html
+from iogauge.model.sampleframe import SampleFrame
+
+NAME = "awr-html"
+DESCRIPTION = "Oracle AWR HTML report (wait events, tablespace and file I/O)"
+EXPECTS = "a '<title>AWR Report for DB: ...' element (Oracle awrrpt.sql HTML output)"
+
+
+def sniff(head: str) -> bool:
+    return bool(TITLE_RE.search(head) or RAC_TITLE_RE.search(head))
+
+
+def parse(data: bytes, source: Source) -> SampleFrame:
+    """An AWR HTML report -> tablespace/datafile rows; wait events go to ``source.waits``."""
+    return parse_html(data, source, fmt="awr")

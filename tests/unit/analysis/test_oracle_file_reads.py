@@ -1,0 +1,75 @@
+"""oracle_file_reads through the product: an AWR report's tablespaces and datafiles judged
+by their Av Rd(ms), and the verdict table following the findings (the SOE case of issue 38:
+177.6 ms at 103 reads/s, judged healthy before)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from typer.testing import CliRunner
+
+from iogauge.analysis.engine import analyze
+from iogauge.analysis.types import AnalysisResult
+from iogauge.cli.main import app
+from iogauge.importers.registry import import_file
+
+AWR = Path(__file__).resolve().parents[2] / "fixtures" / "awr"
+AWR_HTML = AWR.parent / "awr-html"
+SOE_TXT = AWR / "awr_11201_soe_swingbench_hostcpu.txt"
+SOE_HTML = AWR_HTML / "awr_11201_soe_swingbench_hostcpu.html"
+
+
+def _result(path: Path) -> AnalysisResult:
+    res = import_file(path)
+    return analyze(res.frame, res.waits)
+
+
+def test_soe_tablespace_and_datafile_are_critical_with_evidence() -> None:
+    result = _result(SOE_TXT)
+    found = [f for f in result.findings if f.rule == "oracle_file_reads"]
+    assert sorted(f.device or "" for f in found) == sorted(
+        k for k in {d.device for d in result.devices}
+        if k.endswith(("SOE", "soe01.dbf")))
+    for f in found:
+        assert f.severity == "critical"
+        ev = {e.metric: e for e in f.evidence}
+        assert ev["r_await_ms"].value == 177.6
+        assert ev["r_await_ms"].threshold == 50.0
+        assert ev["expected_ms"].value == 10.0
+        assert ev["r_iops"].value == 103.0
+    # SYSAUX's 12.4 ms over 0 reads/s (288 reads in ten minutes) is not judged
+    assert not any(f.device and f.device.endswith("SYSAUX") for f in found)
+
+
+def test_verdicts_never_disagree_with_the_findings() -> None:
+    for path in (SOE_TXT, SOE_HTML):
+        result = _result(path)
+        worst: dict[str, str] = {}
+        for f in result.findings:
+            if f.device is not None and f.severity in ("critical", "warning"):
+                worst[f.device] = max(worst.get(f.device, ""), f.severity)
+        for d in result.devices:
+            if worst.get(d.device) == "critical":
+                assert d.verdict == "bottleneck", (d.device, d.verdict)
+            elif worst.get(d.device) == "warning":
+                assert d.verdict in ("near limit", "bottleneck"), (d.device, d.verdict)
+        soe = next(d for d in result.devices if d.device.endswith("SOE"))
+        assert soe.verdict == "bottleneck"
+        assert "177.6 ms" in soe.verdict_reason
+
+
+def test_cli_analyze_shows_soe_as_bottleneck() -> None:
+    out = CliRunner().invoke(app, ["analyze", str(SOE_TXT)])
+    assert out.exit_code == 0, out.output
+    assert "oracle_file_reads" in out.output
+    line = next(ln for ln in out.output.splitlines() if ln.startswith("│ SOE "))
+    assert "bottleneck" in line
+
+
+def test_wait_finding_cites_the_wait_event_histogram() -> None:
+    for path in (SOE_TXT, SOE_HTML):
+        f = next(f for f in _result(path).findings if f.rule == "oracle_waits"
+                 and f.title.startswith("db file sequential read"))
+        ev = {e.metric: e for e in f.evidence}
+        assert ev["waits_ge_32ms_pct"].value == 76.0
+        assert "75.9 % of the 'db file sequential read' waits took 32 ms-1 s" in f.explanation

@@ -1,0 +1,154 @@
+"""AWR HTML: real reports (Microsoft's Oracle-on-Azure lab, 12.2 CDB on Exadata, and a 19c
+RAC global report) read with an HTML parser into the rows the report's own tables hold; the
+HTML and the text of the same report give the same rows; mutated reports give clear errors
+only, and lenient reads never invent a row."""
+
+from __future__ import annotations
+
+import gzip
+from pathlib import Path
+
+import polars as pl
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from iogauge.errors import InputFormatError
+from iogauge.importers import awr_html
+from iogauge.importers.base import Source
+from iogauge.importers.registry import detect, import_file
+from iogauge.model.waitevents import WaitEventFrame
+
+AWR = Path(__file__).resolve().parents[2] / "fixtures" / "awr"
+AWR_HTML = AWR.parent / "awr-html"
+DBS = AWR_HTML / "azure-levelup-AWR_DBS.html.gz"  # 12.2.0.1 CDB, instance dbs1, 3 days
+DBT = AWR_HTML / "azure-levelup-AWR_DBT.html.gz"
+RAC = AWR_HTML / "azure-levelup-AWR_DBU.html.gz"  # 19c awrgrpt
+SOE_TXT = AWR / "awr_11201_soe_swingbench_hostcpu.txt"
+SOE_HTML = AWR_HTML / "awr_11201_soe_swingbench_hostcpu.html"
+
+
+def test_sniffed_by_title_before_the_text_reader() -> None:
+    assert detect(gzip.decompress(DBS.read_bytes())[:65536]) == "awr-html"
+    assert detect(SOE_HTML.read_bytes()) == "awr-html"
+    assert detect(SOE_TXT.read_bytes()) == "awr"
+
+
+def test_real_12_2_report_rows_match_its_tables() -> None:
+    res = import_file(DBS)
+    assert (res.format, res.skipped) == ("awr-html", 0)
+    ts = res.frame.df
+    # Tablespace IO Stats: 16 rows, one per (container, tablespace); 16K blocks
+    assert ts.height == 16
+    assert set(ts["device_kind"]) == {"tablespace"}
+    staging = ts.filter(pl.col("device") == "WWPCONT1:STAGING_TBS").to_dicts()[0]
+    assert (staging["r_iops"], staging["r_await_ms"], staging["w_iops"]) == (284.0, 0.46, 22.0)
+    assert staging["r_areq_kB"] == pytest.approx(5.65 * 16)
+    assert res.frame.df["ts"].to_list()[0].isoformat() == "2022-01-26T10:00:35+00:00"
+    waits = res.waits.df
+    counts = dict(waits.group_by("section").len().rows())
+    assert counts == {"top timed events": 10, "foreground wait events": 176,
+                      "background wait events": 225}
+    first = waits.filter(pl.col("section") == "foreground wait events").row(0, named=True)
+    assert (first["event"], first["waits"], first["time_waited_s"], first["avg_wait_ms"],
+            first["pct_db_time"]) == ("cell single block physical read", 98875012.0,
+                                      34992.0, 0.3539, 7.89)
+    top = waits.filter(pl.col("section") == "top timed events")
+    assert top.row(0, named=True)["time_waited_s"] == 321500.0  # DB CPU 321.5K
+    assert res.waits.df["db_name"].unique().to_list() == ["DBS"]
+
+
+def test_second_real_report_imports_strictly() -> None:
+    res = import_file(DBT)
+    assert res.skipped == 0
+    assert res.frame.df.height == 11
+    top = res.waits.df.filter(pl.col("section") == "top timed events")
+    assert top.filter(pl.col("event") == "cell single block physical read")[
+        "waits"].to_list() == [700e6]  # printed 700M
+
+
+def test_rac_global_report_is_refused_with_its_reason() -> None:
+    with pytest.raises(InputFormatError, match="RAC global report"):
+        import_file(RAC)
+
+
+def test_text_and_html_of_one_report_give_the_same_rows() -> None:
+    text, html = import_file(SOE_TXT), import_file(SOE_HTML)
+    assert text.frame.df.sort("device").equals(html.frame.df.sort("device"))
+    tw, hw = text.waits.df, html.waits.df
+    assert tw.height == hw.height == 18  # 5 top, 6 fg, 3 bg, 4 histogram
+    # the text cuts names at the column width ("control file sequential re"): each text
+    # row is the HTML row of the same place, its names a prefix of the HTML names
+    for t, h in zip(tw.iter_rows(named=True), hw.iter_rows(named=True), strict=True):
+        assert h["event"].startswith(t["event"])
+        assert (h["wait_class"] or "").startswith(t["wait_class"] or "")
+        drop = ("event", "wait_class")
+        assert {k: v for k, v in t.items() if k not in drop} == \
+            {k: v for k, v in h.items() if k not in drop}
+
+
+_REPORTS = [DBS, SOE_HTML]
+
+
+def _parse(data: bytes, *, lenient: bool) -> tuple[set[tuple[object, ...]], Source]:
+    src = Source(path="mutated.html", lenient=lenient)
+    frame = awr_html.parse(data, src)
+    waits = WaitEventFrame.concat(src.waits).df
+    rows = set(frame.df.select("device", "r_iops", "r_await_ms").iter_rows())
+    rows |= set(waits.select("section", "event", "waits", "time_waited_s").iter_rows())
+    return rows, src
+
+
+_WHOLE: dict[bytes, set[tuple[object, ...]]] = {}
+
+
+@st.composite
+def _mutated(draw: st.DrawFn) -> tuple[bytes, bytes, bool]:
+    """(report, mutated report, whether a line was cut short) -- lines dropped, doubled,
+    cut, or junk lines pasted in."""
+    path = draw(st.sampled_from(_REPORTS))
+    raw = path.read_bytes()
+    data = gzip.decompress(raw) if path.suffix == ".gz" else raw
+    lines = data.split(b"\n")
+    cut = False
+    for _ in range(draw(st.integers(1, 5))):
+        at = draw(st.integers(0, len(lines) - 1))
+        how = draw(st.sampled_from(["drop", "dup", "cut", "junk"]))
+        if how == "drop":
+            del lines[at]
+        elif how == "dup":
+            lines.insert(at, lines[at])
+        elif how == "cut":
+            lines[at] = lines[at][: draw(st.integers(0, len(lines[at])))]
+            cut = True
+        else:
+            lines.insert(at, draw(st.binary(max_size=40)))
+    return data, b"\n".join(lines), cut
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(_mutated())
+def test_mutated_html_gives_clear_errors_and_lenient_invents_nothing(
+        case: tuple[bytes, bytes, bool]) -> None:
+    original, data, cut = case
+    whole = _WHOLE.get(original)
+    if whole is None:
+        whole = _WHOLE[original] = _parse(original, lenient=False)[0]
+    for lenient in (False, True):
+        try:
+            rows, _ = _parse(data, lenient=lenient)
+        except InputFormatError as exc:  # strict: a clear error, never another exception
+            error: InputFormatError | None = exc
+        else:
+            error = None
+        if error is not None:
+            assert error.reason
+        elif not cut:  # (a cell cut short is a different value, not an invented row)
+            assert rows <= whole
+
+
+def test_real_report_os_statistics_as_host_cpu() -> None:
+    df = import_file(DBS).frame.df
+    total = 253_199_088 + 566_798_662  # BUSY_TIME + IDLE_TIME of the report
+    assert df["cpu_user_pct"].unique().to_list() == [pytest.approx(226_865_365 * 100 / total)]
+    assert df["cpu_idle_pct"].null_count() == 0

@@ -1,0 +1,199 @@
+"""Oracle reports as DBAs have them: the AWR 11.2 text layout where a block follows a table
+with no blank line (Host CPU under the Top 5), the rows a strict import must give, and
+--lenient that only ever skips: on any mutation of a report, lenient rows are a subset of
+the rows of the unmutated report, and a line from outside a table never becomes a row."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import polars as pl
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from iogauge.errors import InputFormatError
+from iogauge.importers import awr, statspack
+from iogauge.importers.base import Source
+from iogauge.importers.registry import import_file
+from iogauge.model.waitevents import WaitEventFrame
+
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
+SOE = FIXTURES / "awr" / "awr_11201_soe_swingbench_hostcpu.txt"
+TEXT_REPORTS = [
+    SOE,
+    FIXTURES / "awr" / "awr_112_config5-1-1_hdd_cache1024m.txt",
+    FIXTURES / "awr" / "awr_19c_config5-2-1_ssd_cache1024m.txt",
+    FIXTURES / "statspack" / "sp_102_config5-1-2_hdd_cache128m.txt",
+    FIXTURES / "statspack" / "sp_817_config5-1-1_hdd_cache1024m.txt",
+]
+WAIT_KEY = ["section", "event", "waits", "time_waited_s", "avg_wait_ms", "pct_db_time"]
+FILE_KEY = ["device", "device_kind", "parent", "r_iops", "w_iops", "r_await_ms", "r_areq_kB"]
+
+
+def rows(path: Path, data: bytes, *, lenient: bool) -> tuple[set[tuple[object, ...]],
+                                                            set[tuple[object, ...]], Source]:
+    """(wait rows, file rows, source) of ``data`` read as the report ``path`` is."""
+    module = awr if path.parent.name == "awr" else statspack
+    src = Source(path=str(path), lenient=lenient)
+    frame = module.parse(data, src)
+    waits = WaitEventFrame.concat(src.waits).df
+    return (set(waits.select(WAIT_KEY).iter_rows()) if waits.height else set(),
+            set(frame.df.select(FILE_KEY).iter_rows()) if frame.df.height else set(), src)
+
+
+def test_host_cpu_right_under_the_top_5_ends_the_table() -> None:
+    res = import_file(SOE)
+    assert res.skipped == 0
+    top = res.waits.df.filter(pl.col("section") == "top timed events")
+    # the report's own Top 5: count, time, average of each event, nothing of Host CPU
+    assert top.select("event", "waits", "time_waited_s", "avg_wait_ms").rows() == [
+        ("db file sequential read", 35912.0, 6608.0, 184.0),
+        ("log file sync", 1351.0, 528.0, 391.0),
+        ("db file scattered read", 902.0, 41.0, 45.0),
+        ("DB CPU", None, 184.0, None),
+        ("enq: TX - row lock contention", 12.0, 3.0, 250.0),
+    ]
+    events = set(res.waits.df["event"].to_list())
+    assert not any(e.startswith(("~", "Host CPU")) or e[0].isdigit() for e in events)
+
+
+def test_tablespace_rows_match_tablespace_io_stats() -> None:
+    res = import_file(SOE)
+    ts = res.frame.df.filter(pl.col("device_kind") == "tablespace").sort("device")
+    assert ts.select("device", "r_iops", "r_await_ms", "w_iops").rows() == [
+        ("SOE", 103.0, 177.6, 3.0), ("SYSAUX", 0.0, 12.4, 0.0), ("SYSTEM", 0.0, 8.3, 0.0),
+        ("UNDOTBS1", 0.0, 3.3, 0.0)]
+    soe_file = res.frame.df.filter(pl.col("device").str.ends_with("soe01.dbf"))
+    assert soe_file["parent"].to_list() == ["SOE"]
+    assert soe_file["r_await_ms"].to_list() == [177.6]
+
+
+@pytest.mark.parametrize("path", TEXT_REPORTS, ids=lambda p: p.name)
+def test_lenient_equals_strict_on_a_whole_report(path: Path) -> None:
+    data = path.read_bytes()
+    strict_w, strict_f, _ = rows(path, data, lenient=False)
+    lenient_w, lenient_f, src = rows(path, data, lenient=True)
+    assert src.skipped == 0
+    assert (lenient_w, lenient_f) == (strict_w, strict_f)
+    assert strict_w and strict_f
+
+
+def _outside_lines(lines: list[bytes]) -> list[bytes]:
+    """Lines of the report that belong to no table read: the header and summary blocks
+    before the first top-events title (a row of one table pasted into another is a valid
+    row; no reader can tell it from the table's own)."""
+    top = next(i for i, ln in enumerate(lines) if ln.startswith(b"Top "))
+    return [ln for ln in lines[:top] if ln.strip()]
+
+
+@st.composite
+def mutations(draw: st.DrawFn) -> tuple[Path, bytes, list[int]]:
+    """A report with lines of other blocks pasted in anywhere (lines dropped: see
+    _damaged)."""
+    path = draw(st.sampled_from(TEXT_REPORTS))
+    lines = path.read_bytes().split(b"\n")
+    foreign = [b"Host CPU (CPUs:    2 Cores:    2 Sockets:    1)",
+               b"~~~~~~~~         Load Average",
+               b"                7.15     17.70       9.4       6.8      74.6      83.2",
+               b"               Begin       End     %User   %System      %WIO     %Idle",
+               *_outside_lines(lines)]
+    inserted: list[int] = []
+    for _ in range(draw(st.integers(1, 4))):
+        at = draw(st.integers(0, len(lines)))
+        lines.insert(at, draw(st.sampled_from(foreign)))
+        inserted = [i + (i >= at) for i in inserted] + [at]
+    return path, b"\n".join(lines), sorted(i + 1 for i in inserted)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(mutations())
+def test_lenient_never_invents_a_row(case: tuple[Path, bytes, list[int]]) -> None:
+    path, data, _ = case
+    strict_w, strict_f, _ = rows(path, path.read_bytes(), lenient=False)
+    lenient_w, lenient_f, _ = rows(path, data, lenient=True)
+    assert lenient_w <= strict_w
+    assert lenient_f <= strict_f
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(mutations())
+def test_strict_either_reads_the_report_or_names_the_line(
+        case: tuple[Path, bytes, list[int]]) -> None:
+    path, data, _ = case
+    strict_w, strict_f, _ = rows(path, path.read_bytes(), lenient=False)
+    try:
+        got_w, got_f, _ = rows(path, data, lenient=False)
+    except InputFormatError as exc:
+        error: InputFormatError | None = exc
+    else:
+        error = None
+        assert got_w <= strict_w
+        assert got_f <= strict_f
+    if error is not None:  # a clear error: this file, a reason
+        assert error.path == str(path)
+        assert error.reason
+
+
+def test_operating_system_statistics_become_host_cpu_columns() -> None:
+    df = import_file(SOE).frame.df
+    # BUSY 20,194 + IDLE 100,006 cs; the report's Host CPU block: %User 9.4, %System 6.8,
+    # %WIO 74.6, %Idle 83.2 (iowait included): iostat's %idle is the 8.6 % left
+    for col, want in (("cpu_user_pct", 9.4), ("cpu_system_pct", 6.8),
+                      ("cpu_iowait_pct", 74.6), ("cpu_idle_pct", 8.6), ("cpu_nice_pct", 0.0)):
+        assert df[col].round(1).unique().to_list() == [want], col
+
+
+@st.composite
+def _damaged(draw: st.DrawFn) -> tuple[Path, bytes, bool]:
+    """A report with lines dropped or doubled, or characters changed. A changed digit is
+    another value, and a dropped line of numbers pairs a file's name with the next file's
+    numbers (two-line records: nothing tells them apart), so only a report with lines
+    doubled must give a subset of the report's rows."""
+    path = draw(st.sampled_from(TEXT_REPORTS))
+    lines = path.read_bytes().split(b"\n")
+    changed = False
+    for _ in range(draw(st.integers(1, 4))):
+        at = draw(st.integers(0, len(lines) - 1))
+        how = draw(st.sampled_from(["drop", "dup", "byte"]))
+        if how == "drop":
+            del lines[at]
+            changed = True
+        elif how == "dup":
+            lines.insert(at, lines[at])
+        elif lines[at]:
+            pos = draw(st.integers(0, len(lines[at]) - 1))
+            byte = draw(st.sampled_from(list(b"0123456789.,-~# xK\t\x00\xff")))
+            lines[at] = lines[at][:pos] + bytes([byte]) + lines[at][pos + 1:]
+            changed = True
+    return path, b"\n".join(lines), changed
+
+
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(_damaged())
+def test_damaged_text_reports_give_clear_errors_and_no_invented_rows(
+        case: tuple[Path, bytes, bool]) -> None:
+    path, data, changed = case
+    strict_w, strict_f, _ = rows(path, path.read_bytes(), lenient=False)
+    for lenient in (False, True):
+        try:
+            got_w, got_f, _ = rows(path, data, lenient=lenient)
+        except InputFormatError as exc:  # the only exception a damaged report may give
+            error: InputFormatError | None = exc
+        else:
+            error = None
+        if error is not None:
+            assert error.path == str(path)
+            assert error.reason
+        elif not changed:
+            assert got_w <= strict_w
+            assert got_f <= strict_f
+
+
+def test_wait_event_histogram_shares() -> None:
+    hist = import_file(SOE).waits.df.filter(pl.col("section") == "wait event histogram")
+    row = hist.filter(pl.col("event") == "db file sequential read").row(0, named=True)
+    # 35.9K waits; <=1s 75.9 % (32 ms-1 s: the bucket after <32ms) and >1s .1 %
+    assert (row["waits"], row["waits_ge_32ms_pct"], row["waits_ge_1s_pct"]) == (
+        35900.0, 76.0, 0.1)
+    assert hist.height == 4
