@@ -57,8 +57,9 @@ from iogauge.importers.base import Source
 from iogauge.importers.io import head_then
 from iogauge.model.sampleframe import SampleFrame
 
-NAME = "sa"
-DESCRIPTION = "binary sysstat sa data files (saDD), read with this machine's sadf"
+NAME = "sa-sadf"
+DESCRIPTION = ("binary sysstat sa data files read with this machine's sadf (only with "
+               "--format sa-sadf: for a format newer than the native reader knows)")
 EXPECTS = "the sysstat file magic 0xd596 in the first two bytes (either byte order)"
 
 #: struct file_magic.sysstat_magic (sa.h SYSSTAT_MAGIC), little- and big-endian.
