@@ -31,8 +31,13 @@ from iogauge.errors import BinaryFormatError, InputFormatError
 from iogauge.importers.base import Source
 from iogauge.importers.sa import devices
 from iogauge.importers.sa.codecs import DiskCounters
-from iogauge.importers.sa.layout import Buffer, Generation, Layout, byte_order, read_layout
-from iogauge.importers.sa.rates import CPU_COLUMNS, DISK_COLUMNS, cpu_percentages, disk_rates
+from iogauge.importers.sa.layout import A_DISK, Buffer, Generation, Layout, byte_order, read_layout
+from iogauge.importers.sa.rates import (
+    CPU_COLUMNS,
+    DISK_COLUMNS,
+    cpu_percentages,
+    disk_rates,
+)
 from iogauge.importers.sa.records import Comment, Cut, Restart, Stats, iter_records
 from iogauge.importers.sadf_common import fallback_host
 from iogauge.importers.sar_text import device_frame
@@ -126,13 +131,9 @@ def _rows(buf: Buffer, lay: Layout, source: Source, rows_per_frame: int
           ) -> Iterator[SampleFrame]:
     host = lay.nodename or fallback_host(source)
     local = devices.same_host(lay.nodename)
-    has_disk = any(a.id == 11 for a in lay.activities)
-    if not has_disk:
-        raise InputFormatError(source.path, None, "the sa file holds no disk statistics: "
-                               "sadc collects them only with '-S DISK' (sa1 -S DISK, "
-                               "SADC_OPTIONS in the sysstat configuration)")
     prev: Stats | None = None
-    batch, done, restarts = _Batch(), 0, 0
+    batch, done, restarts, records, back = _Batch(), 0, 0, 0, 0
+    cut = ""
     events = iter_records(buf, lay, source.path)
     while True:
         try:
@@ -149,11 +150,16 @@ def _rows(buf: Buffer, lay: Layout, source: Source, rows_per_frame: int
         elif isinstance(event, Comment):
             source.note(f"comment in the sa file at offset {event.offset}: {event.text!r}")
         elif isinstance(event, Cut):
-            source.note(f"the sa file is cut off: it ends at byte {event.size} inside the "
-                        f"record that starts at offset {event.offset}; the whole records "
-                        "before it were read")
-        elif event.disks is not None:
-            if prev is not None and prev.disks is not None:
+            cut = (f"the sa file is cut off: it ends at byte {event.size} inside the "
+                   f"record that starts at offset {event.offset}")
+            source.note(f"{cut}; the whole records before it were read")
+        else:
+            records += 1
+            if event.disks is None:
+                continue  # (no disk activity: the records are still walked and checked)
+            if prev is not None and prev.uptime_cs > event.uptime_cs:
+                back += 1  # (not one boot: sar would print a wrapped interval)
+            elif prev is not None and prev.disks is not None:
                 itv = (event.uptime_cs - prev.uptime_cs) or 1
                 cpu = (cpu_percentages(prev.cpu_all, event.cpu_all)
                        if prev.cpu_all is not None and event.cpu_all is not None else None)
@@ -166,9 +172,21 @@ def _rows(buf: Buffer, lay: Layout, source: Source, rows_per_frame: int
             prev = event
     if batch.rows:
         yield batch.frame(host, local, done)
+    elif not any(a.id == A_DISK for a in lay.activities):
+        endian = "big" if lay.big_endian else "little"
+        raise InputFormatError(source.path, None, f"the sa file (sysstat {lay.version}, "
+                               f"{endian}-endian, {lay.machine}) holds {records} statistics "
+                               "records but no disk statistics: sadc collects them only "
+                               "with '-S DISK' (sa1 -S DISK, SADC_OPTIONS in the sysstat "
+                               "configuration)")
     elif not done:
         raise InputFormatError(source.path, None, "the sa file holds no interval of disk "
-                               "statistics (one statistics record or none)")
+                               f"statistics ({records} statistics record(s))"
+                               + (f"; {cut}" if cut else ""))
+    if back:
+        source.note(f"{back} record(s) with an uptime below the record before them (not "
+                    "the same boot, without a restart record) start a new reference: the "
+                    "interval that would span them was left out")
     _notes(lay, source, restarts, local)
 
 

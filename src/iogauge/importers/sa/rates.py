@@ -103,7 +103,8 @@ def cpu_percentages(prev: np.ndarray, curr: np.ndarray) -> tuple[float, ...]:
     if c[idle] < p[idle] < big:
         p[idle] = 0
     parts = (user, nice, sys_, iowait, idle, steal, hardirq, softirq)
-    total = sum(c[k] for k in parts) - sum(p[k] for k in parts) + ishift
+    # (unsigned 64-bit in sysstat: a total that went back wraps to a huge one)
+    total = (sum(c[k] for k in parts) - sum(p[k] for k in parts) + ishift) % (1 << 64)
     total = total or 1
 
     def pct(before: int, now: int) -> float:

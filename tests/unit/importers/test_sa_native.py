@@ -1,0 +1,229 @@
+"""The native sa reader (format ``sa``) against sysstat's own numbers: the ``sar -A``
+output sysstat's test suite expects of its 9.1.6, 11.6.5 and 12.0.0 files, and this
+machine's ``sadf -d`` (12.6.1) on the 12.6.1 files and on byte-swapped (big-endian) copies
+made by tests/helpers/sa_swap.py. Then files cut at every record boundary and inside
+records, and damaged files: always rows or a clear error naming the file and offset."""
+
+from __future__ import annotations
+
+import os
+import random
+import re
+import subprocess
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+from helpers.sa_swap import record_offsets, swap_sa
+from iogauge.errors import BinaryFormatError, InputFormatError
+from iogauge.importers.registry import import_file
+from iogauge.importers.sa_binary import find_sadf
+
+SA = Path(__file__).parents[2] / "fixtures" / "sa"
+V12 = ("sysstat12.6.1-disk-restart.sa", "sysstat12.6.1-rotation-day1.sa",
+       "sysstat12.6.1-rotation-day2.sa")
+OLD = ("9.1.6", "11.6.5", "12.0.0")
+COLS = ("iops", "r_kBps", "w_kBps", "d_kBps", "areq_kB", "aqu_sz", "await_ms", "util_pct")
+needs_sadf = pytest.mark.skipif(find_sadf() is None, reason="sysstat's sadf is not installed")
+_ROW = re.compile(r"^(\d\d:\d\d:\d\d)\s+(\S+)" + r"\s+(-?\d+\.\d\d)" * 8 + r"$")
+
+
+def printed(path: Path, fmt: str | None = None) -> list[tuple[str, ...]]:
+    """The file's disk rows as sar prints them: time of day (UTC), device, 8 values."""
+    df = import_file(path, fmt=fmt).frame.df
+    return [(ts.strftime("%H:%M:%S"), dev, *(f"{0.0 if v is None else v:.2f}"
+                                             for v in vals))
+            for ts, dev, *vals in df.select("ts", "device", *COLS).iter_rows()]
+
+
+def sar_a_disk_rows(path: Path) -> list[tuple[str, ...]]:
+    """The DEV section's rows of a ``sar -A`` output (Average lines left out)."""
+    rows: list[tuple[str, ...]] = []
+    in_dev = False
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if re.match(r"^\d\d:\d\d:\d\d\s+DEV\s+tps", line):
+            in_dev = True
+        elif not line.strip():
+            in_dev = False
+        elif in_dev and (m := _ROW.match(line)):
+            rows.append(m.groups())
+    return rows
+
+
+@pytest.mark.parametrize("version", OLD)
+def test_every_disk_row_equals_sysstats_expected_sar_output(version: str) -> None:
+    """Every DEV row sysstat's test suite expects of its file, to the printed digits, and
+    no other row (the names: the fixed SCSI numbering, as sar's ioconf table gives)."""
+    expected = sar_a_disk_rows(SA / f"sysstat-data-{version}.sar-A.txt")
+    assert len(expected) >= 10
+    assert printed(SA / f"sysstat-data-{version}.sa") == expected
+
+
+def test_old_formats_say_what_they_assumed() -> None:
+    result = import_file(SA / "sysstat-data-9.1.6.sa")
+    assert result.format == "sa"
+    notes = " ".join(result.notes)
+    assert "0x2171" in notes and "100 assumed" in notes
+    assert "comment in the sa file at offset 976: 'Test sysstat 9.1.6'" in notes
+    assert "1 restart record(s)" in notes
+
+
+def test_big_endian_ppc64_file_is_walked_to_its_end() -> None:
+    """The real big-endian file (no disk activity): its header and every record are read
+    in its byte order, and the error says what the file holds."""
+    with pytest.raises(InputFormatError) as exc:
+        import_file(SA / "sysstat-data-ppc-11.7.2.sa")
+    message = str(exc.value)
+    assert ("(sysstat 11.5.5, big-endian, ppc) holds 3 statistics records but no disk "
+            "statistics") in message
+    assert "-S DISK" in message
+
+
+def sadf_rows(path: Path) -> list[tuple[str, ...]]:
+    """``sadf -d FILE -- -d`` of this machine, as (time, device, 8 values)."""
+    out = subprocess.run(["sadf", "-d", str(path), "--", "-d"], capture_output=True,
+                         text=True, check=True, env={**os.environ, "LC_ALL": "C", "TZ": "UTC"})
+    rows = []
+    for line in out.stdout.splitlines():
+        if line.startswith("#") or not line.strip():
+            continue
+        f = line.split(";")
+        if len(f) < 12:
+            continue  # (a LINUX-RESTART or COM line)
+        rows.append((f[2].split()[1], f[3], *f[4:12]))
+    return rows
+
+
+@needs_sadf
+@pytest.mark.parametrize("name", V12)
+def test_equals_live_sadf_in_both_byte_orders(name: str, tmp_path: Path) -> None:
+    data = (SA / name).read_bytes()
+    swapped = tmp_path / name
+    swapped.write_bytes(swap_sa(data))
+    assert swapped.read_bytes()[:4] == b"\xd5\x96\x21\x75"  # (written as a big-endian host)
+    oracle = sadf_rows(SA / name)
+    assert len(oracle) >= 12
+    assert printed(SA / name) == oracle
+    assert sadf_rows(swapped) == oracle  # (sadf agrees that the swapped copy is the same)
+    assert printed(swapped) == oracle
+    native = import_file(SA / name).frame.df
+    assert import_file(swapped).frame.df.equals(native)
+
+
+@needs_sadf
+def test_sadf_path_kept_as_sa_sadf() -> None:
+    result = import_file(SA / V12[0], fmt="sa-sadf")
+    assert result.format == "sa-sadf"
+    assert printed(SA / V12[0], fmt="sa-sadf") == printed(SA / V12[0])
+
+
+def test_needs_no_sadf(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("IOGAUGE_SADF", str(tmp_path / "no-such-sadf"))
+    monkeypatch.setenv("PATH", str(tmp_path))
+    assert len(import_file(SA / V12[0]).frame) == 32
+
+
+def _cut_rows(data: bytes, at: int, tmp_path: Path) -> tuple[list[tuple[str, ...]], list[str]]:
+    cut = tmp_path / "sa01"
+    cut.write_bytes(data[:at])
+    error = ""
+    try:
+        result = import_file(cut)
+    except InputFormatError as exc:
+        error = str(exc)
+    if error:
+        assert error.startswith(f"{cut}: ") and "failed unexpectedly" not in error
+        return [], [error]
+    return printed(cut), result.notes
+
+
+@pytest.mark.parametrize("name", [V12[0], "sysstat-data-12.0.0.sa"])
+def test_cut_at_every_record_boundary_and_inside_every_record(name: str,
+                                                              tmp_path: Path) -> None:
+    data = (SA / name).read_bytes()
+    full = printed(SA / name)
+    starts = record_offsets(data)
+    assert starts[-1] == len(data) and len(starts) > 4
+    for i, at in enumerate(starts):
+        rows, notes = _cut_rows(data, at, tmp_path)
+        assert rows == full[:len(rows)]
+        assert not any("cut off" in n for n in notes)  # (whole records only)
+        if i + 1 < len(starts):
+            mid = (at + starts[i + 1]) // 2
+            rows_mid, notes_mid = _cut_rows(data, mid, tmp_path)
+            assert rows_mid == rows, mid  # (the partial record gives nothing)
+            assert any(f"inside the record that starts at offset {at}" in n
+                       for n in notes_mid), (mid, notes_mid)
+    assert _cut_rows(data, len(data), tmp_path)[0] == full
+
+
+@pytest.mark.parametrize("version", ["9.1.6", "11.6.5"])
+def test_old_formats_cut_anywhere(version: str, tmp_path: Path) -> None:
+    data = (SA / f"sysstat-data-{version}.sa").read_bytes()
+    full = printed(SA / f"sysstat-data-{version}.sa")
+    for at in range(2, len(data), 61):
+        rows, _ = _cut_rows(data, at, tmp_path)
+        assert rows == full[:len(rows)]
+
+
+def _outcome(path: Path) -> str:
+    """'rows' or the error's text; anything but an InputFormatError fails the test."""
+    error, prefix = "", f"{path}: "
+    try:
+        import_file(path)
+    except BinaryFormatError as exc:
+        error, prefix = str(exc), f"{path}: offset {exc.offset}: "
+    except InputFormatError as exc:
+        error = str(exc)
+    if not error:
+        return "rows"
+    assert error.startswith(prefix) and "failed unexpectedly" not in error
+    return error
+
+
+@pytest.mark.parametrize("name", [V12[0], "sysstat-data-9.1.6.sa",
+                                  "sysstat-data-11.6.5.sa"])
+def test_damaged_files_give_a_clear_error(name: str, tmp_path: Path) -> None:
+    """Random bytes after the magic, every header byte set to 0xff in turn, absurd
+    counts and sizes, random flips: rows or an error naming file and offset."""
+    rng = random.Random(36)  # noqa: S311 - reproducible damage, not secrets
+    data = (SA / name).read_bytes()
+    path = tmp_path / "sa01"
+    cases = [data[:2] + rng.randbytes(n) for n in (0, 1, 7, 300, 5000)]
+    head = len(data) if len(data) < 400 else 400
+    cases += [data[:i] + b"\xff" * 4 + data[i + 4:] for i in range(2, head, 3)]
+    cases += [data[:i] + b"\x7f\xff\xff\x7f" + data[i + 4:] for i in range(2, head, 5)]
+    for _ in range(150):
+        b = bytearray(data)
+        for _ in range(rng.randint(1, 8)):
+            b[rng.randrange(len(b))] = rng.randrange(256)
+        cases.append(bytes(b))
+    outcomes = []
+    for case in cases:
+        path.write_bytes(case)
+        outcomes.append(_outcome(path))
+    assert sum(o != "rows" for o in outcomes) > 20
+    assert any("offset" in o for o in outcomes)
+
+
+def test_unknown_format_magic_is_refused_with_advice(tmp_path: Path) -> None:
+    data = bytearray((SA / V12[0]).read_bytes())
+    data[2:4] = b"\x77\x21"
+    path = tmp_path / "sa01"
+    path.write_bytes(bytes(data))
+    with pytest.raises(BinaryFormatError, match=r"offset 2: sa format 0x2177 is not one this "
+                       r"reader knows .*--format sa-sadf"):
+        import_file(path)
+
+
+def test_frames_of_a_bigger_file_come_in_pieces() -> None:
+    """The rows of a file come a piece at a time with the same result as one piece."""
+    from iogauge.importers import sa
+
+    src = (SA / V12[0])
+    with src.open("rb") as fh:
+        frames = list(sa.iter_parse(fh, sa.Source(path=str(src)), rows_per_frame=4))
+    assert len(frames) >= 8
+    whole = import_file(src).frame.df
+    assert pl.concat([f.df for f in frames]).equals(whole)
