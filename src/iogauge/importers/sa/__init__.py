@@ -161,8 +161,8 @@ def _rows(buf: Buffer, lay: Layout, source: Source, rows_per_frame: int
                 back += 1  # (not one boot: sar would print a wrapped interval)
             elif prev is not None and prev.disks is not None:
                 itv = (event.uptime_cs - prev.uptime_cs) or 1
-                cpu = (cpu_percentages(prev.cpu_all, event.cpu_all)
-                       if prev.cpu_all is not None and event.cpu_all is not None else None)
+                cpu = (cpu_percentages(prev.cpus, event.cpus)
+                       if prev.cpus is not None and event.cpus is not None else None)
                 batch.add(disk_rates(prev.disks, event.disks, itv), event, event.disks, itv,
                           cpu)
                 if batch.rows >= rows_per_frame:

@@ -47,7 +47,7 @@ class DiskCounters:
 
 
 DiskCodec = Callable[[Buffer, int, int], DiskCounters]
-CpuCodec = Callable[[Buffer, int], np.ndarray]
+CpuCodec = Callable[[Buffer, int, int], np.ndarray]
 
 
 def _long(layout: Layout) -> str:
@@ -119,7 +119,8 @@ def disk_codec(layout: Layout, act: Activity, path: str) -> DiskCodec:
 
 
 def cpu_codec(layout: Layout, act: Activity, path: str) -> CpuCodec:
-    """A function (buffer, offset) -> CPU "all"'s ten counters (missing ones 0)."""
+    """A function (buffer, offset, items) -> every CPU's ten counters (item 0: "all";
+    counters a layout lacks are 0), as an (items, 10) uint64 array."""
     if act.types is not None:
         offsets = [8 * i for i in range(min(10, act.types[0]))]
     elif act.magic == MAGIC_BASE:
@@ -127,12 +128,15 @@ def cpu_codec(layout: Layout, act: Activity, path: str) -> CpuCodec:
     else:
         raise BinaryFormatError(path, act.offset, f"CPU activity magic 0x{act.magic:x} is "
                                 f"not one a {layout.generation.writers} file has (0x8a)")
-    fmt = np.dtype(layout.order + "u8")
+    dtype = np.dtype({"names": [f"c{i}" for i in range(len(offsets))],
+                      "formats": [layout.order + "u8"] * len(offsets),
+                      "offsets": offsets, "itemsize": act.size})
 
-    def decode(buf: Buffer, pos: int) -> np.ndarray:
-        out = np.zeros(10, np.uint64)
-        for i, off in enumerate(offsets):
-            out[i] = np.frombuffer(buf, dtype=fmt, count=1, offset=pos + off)[0]
+    def decode(buf: Buffer, pos: int, n: int) -> np.ndarray:
+        raw = np.frombuffer(buf, dtype=dtype, count=n, offset=pos)
+        out = np.zeros((n, 10), np.uint64)
+        for i in range(len(offsets)):
+            out[:, i] = raw[f"c{i}"]
         return out
 
     return decode

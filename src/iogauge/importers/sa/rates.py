@@ -22,6 +22,9 @@ DISK_COLUMNS = ("iops", "r_kBps", "w_kBps", "d_kBps", "areq_kB", "aqu_sz", "awai
 CPU_COLUMNS = ("cpu_user_pct", "cpu_nice_pct", "cpu_system_pct", "cpu_iowait_pct",
                "cpu_steal_pct", "cpu_idle_pct")
 _U64_MAX = np.uint64(0xFFFF_FFFF_FFFF_FFFF)
+#: stats_cpu's counters, in order.
+_USER, _NICE, _SYS, _IDLE, _IOWAIT, _STEAL, _HARDIRQ, _SOFTIRQ, _GUEST, _GNICE = range(10)
+_TOTAL = (_USER, _NICE, _SYS, _IOWAIT, _IDLE, _STEAL, _HARDIRQ, _SOFTIRQ)
 
 
 def _previous(prev: DiskCounters, curr: DiskCounters) -> dict[str, np.ndarray]:
@@ -86,31 +89,46 @@ def disk_rates(prev: DiskCounters, curr: DiskCounters, itv_cs: int
         }
 
 
-def cpu_percentages(prev: np.ndarray, curr: np.ndarray) -> tuple[float, ...]:
-    """sar -u's %user %nice %system %iowait %steal %idle of CPU "all" (ten counters each,
-    in stats_cpu order), with sysstat's guards for counters that went back."""
-    p = [int(v) for v in prev]
-    c = [int(v) for v in curr]
-    user, nice, sys_, idle, iowait, steal, hardirq, softirq, guest, guest_nice = range(10)
+def _per_cpu_interval(p: list[int], c: list[int]) -> int:
+    """get_per_cpu_interval: the jiffies between two samples of one CPU (``p`` corrected
+    in place where iowait or idle went back, as sysstat does)."""
     ishift = 0
-    if c[user] - c[guest] < p[user] - p[guest]:
-        ishift += (p[user] - p[guest]) - (c[user] - c[guest])
-    if c[nice] - c[guest_nice] < p[nice] - p[guest_nice]:
-        ishift += (p[nice] - p[guest_nice]) - (c[nice] - c[guest_nice])
+    if c[_USER] - c[_GUEST] < p[_USER] - p[_GUEST]:
+        ishift += (p[_USER] - p[_GUEST]) - (c[_USER] - c[_GUEST])
+    if c[_NICE] - c[_GNICE] < p[_NICE] - p[_GNICE]:
+        ishift += (p[_NICE] - p[_GNICE]) - (c[_NICE] - c[_GNICE])
     big = int(_U64_MAX) - 0x7FFFF
-    if c[iowait] < p[iowait] < big:
-        p[iowait] = c[iowait] if (c[idle] > p[idle] or p[idle] >= big) else 0
-    if c[idle] < p[idle] < big:
-        p[idle] = 0
-    parts = (user, nice, sys_, iowait, idle, steal, hardirq, softirq)
+    if c[_IOWAIT] < p[_IOWAIT] < big:
+        p[_IOWAIT] = c[_IOWAIT] if (c[_IDLE] > p[_IDLE] or p[_IDLE] >= big) else 0
+    if c[_IDLE] < p[_IDLE] < big:
+        p[_IDLE] = 0
     # (unsigned 64-bit in sysstat: a total that went back wraps to a huge one)
-    total = (sum(c[k] for k in parts) - sum(p[k] for k in parts) + ishift) % (1 << 64)
+    return (sum(c[k] for k in _TOTAL) - sum(p[k] for k in _TOTAL) + ishift) % (1 << 64)
+
+
+def cpu_percentages(prev: np.ndarray, curr: np.ndarray) -> tuple[float, ...]:
+    """sar -u's %user %nice %system %iowait %steal %idle of CPU "all" ((CPUs + 1, 10)
+    counters each). With several CPUs, sysstat 12 sums the CPUs that were online in both
+    samples instead of using the "all" line (sa_common.c get_global_cpu_statistics)."""
+    rows_p = [[int(v) for v in r] for r in prev]
+    rows_c = [[int(v) for v in r] for r in curr]
+    if min(len(rows_p), len(rows_c)) > 1:
+        p, c, total = [0] * 10, [0] * 10, 0
+        for rp, rc in zip(rows_p[1:], rows_c[1:], strict=False):
+            if not sum(rp[k] for k in _TOTAL):
+                continue  # (offline in the first sample)
+            total += _per_cpu_interval(rp, rc)
+            p = [a + b for a, b in zip(p, rp, strict=True)]
+            c = [a + b for a, b in zip(c, rc, strict=True)]
+    else:
+        p, c = rows_p[0], rows_c[0]
+        total = _per_cpu_interval(p, c)
     total = total or 1
 
     def pct(before: int, now: int) -> float:
         return 0.0 if now < before else (now - before) / total * 100
 
-    return (pct(p[user], c[user]), pct(p[nice], c[nice]),
-            pct(p[sys_] + p[hardirq] + p[softirq], c[sys_] + c[hardirq] + c[softirq]),
-            pct(p[iowait], c[iowait]), pct(p[steal], c[steal]),
-            0.0 if c[idle] < p[idle] else pct(p[idle], c[idle]))
+    return (pct(p[_USER], c[_USER]), pct(p[_NICE], c[_NICE]),
+            pct(p[_SYS] + p[_HARDIRQ] + p[_SOFTIRQ], c[_SYS] + c[_HARDIRQ] + c[_SOFTIRQ]),
+            pct(p[_IOWAIT], c[_IOWAIT]), pct(p[_STEAL], c[_STEAL]),
+            0.0 if c[_IDLE] < p[_IDLE] else pct(p[_IDLE], c[_IDLE]))

@@ -49,7 +49,7 @@ class Stats:
     ust_time: int
     uptime_cs: int
     disks: codecs.DiskCounters | None
-    cpu_all: np.ndarray | None  # the ten CPU "all" counters (stats_cpu order), uint64
+    cpus: np.ndarray | None  # (CPUs + 1, 10) counters in stats_cpu order; row 0: "all"
 
 
 @dataclass(frozen=True)
@@ -153,7 +153,7 @@ class _Records:
             if act.offset in self.disk_codec:
                 disks = self.disk_codec[act.offset](self.buf, pos, n_items)
             elif act.offset in self.cpu_codec and n_items:
-                cpu = self.cpu_codec[act.offset](self.buf, pos)
+                cpu = self.cpu_codec[act.offset](self.buf, pos, n_items)
             pos = end
         return Stats(at, ust, cs, disks, cpu), pos
 
