@@ -14,8 +14,8 @@ from pathlib import Path
 
 import polars as pl
 import pytest
+from tests.helpers.sa_swap import record_offsets, swap_sa
 
-from helpers.sa_swap import record_offsets, swap_sa
 from iogauge.errors import BinaryFormatError, InputFormatError
 from iogauge.importers.registry import import_file
 from iogauge.importers.sa_binary import find_sadf

@@ -18,7 +18,7 @@ from zoneinfo import ZoneInfo
 
 import polars as pl
 import pytest
-from tests.helpers.importing import assert_pieces_agree, reading_variants
+from tests.helpers.importing import as_printed, assert_pieces_agree, reading_variants
 
 from iogauge.errors import InputFormatError, IogaugeError
 from iogauge.importers import sa_binary, sadf, sadf_json, sar_text
@@ -475,15 +475,6 @@ def test_sa_sniff_bytes() -> None:
     assert not sa_binary.sniff_bytes(b"Linux 6.1")
     assert not sa_binary.sniff("anything")
     assert detect(data[:65536], "sa01") == "sa"
-
-
-def as_printed(frame: SampleFrame) -> SampleFrame:
-    """The frame's measures as sysstat prints them (C's %.2f, which Python's format
-    shares: correctly rounded from the binary value)."""
-    df = frame.df.with_columns(
-        pl.col(c).map_elements(lambda v: float(f"{v:.2f}"), return_dtype=pl.Float64())
-        for c, t in frame.df.schema.items() if t == pl.Float64() and c != "interval_s")
-    return SampleFrame(df)
 
 
 def test_sa_file_equals_its_sadf_export() -> None:
