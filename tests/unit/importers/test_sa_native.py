@@ -182,13 +182,17 @@ def _outcome(path: Path) -> str:
     return error
 
 
-@pytest.mark.parametrize("name", [V12[0], "sysstat-data-9.1.6.sa",
-                                  "sysstat-data-11.6.5.sa"])
-def test_damaged_files_give_a_clear_error(name: str, tmp_path: Path) -> None:
-    """Random bytes after the magic, every header byte set to 0xff in turn, absurd
-    counts and sizes, random flips: rows or an error naming file and offset."""
+@pytest.mark.parametrize(("name", "big_endian"), [
+    (V12[0], False), (V12[0], True), ("sysstat-data-9.1.6.sa", False),
+    ("sysstat-data-11.6.5.sa", False), ("sysstat-data-ppc-11.7.2.sa", False)])
+def test_damaged_files_give_a_clear_error(name: str, big_endian: bool,
+                                          tmp_path: Path) -> None:
+    """Random bytes after the magic, header words set to 0xffffffff or 0x7fffff7f in turn
+    (absurd counts and sizes), random flips: rows or an error naming file and offset."""
     rng = random.Random(36)  # noqa: S311 - reproducible damage, not secrets
     data = (SA / name).read_bytes()
+    if big_endian:
+        data = swap_sa(data)
     path = tmp_path / "sa01"
     cases = [data[:2] + rng.randbytes(n) for n in (0, 1, 7, 300, 5000)]
     head = len(data) if len(data) < 400 else 400
@@ -197,7 +201,7 @@ def test_damaged_files_give_a_clear_error(name: str, tmp_path: Path) -> None:
     for _ in range(150):
         b = bytearray(data)
         for _ in range(rng.randint(1, 8)):
-            b[rng.randrange(len(b))] = rng.randrange(256)
+            b[rng.randrange(2, len(b))] = rng.randrange(256)  # (not the magic)
         cases.append(bytes(b))
     outcomes = []
     for case in cases:
@@ -227,3 +231,53 @@ def test_frames_of_a_bigger_file_come_in_pieces() -> None:
     assert len(frames) >= 8
     whole = import_file(src).frame.df
     assert pl.concat([f.df for f in frames]).equals(whole)
+
+
+def _disk_entry(data: bytes) -> int:
+    """Offset of the disk activity's entry in an 0x2175 little-endian file (id 11)."""
+    header_size = int.from_bytes(data[8:12], "little")
+    at = 76 + header_size
+    for k in range(64):
+        if int.from_bytes(data[at + 36 * k:at + 36 * k + 4], "little") == 11:
+            return at + 36 * k
+    raise AssertionError("no disk activity")
+
+
+def test_layout_is_read_from_the_file_not_from_a_version_table(tmp_path: Path) -> None:
+    """An activity magic this reader has never seen, with a layout the file describes
+    (types and size), is read by its layout; one that lacks sar -d's counters, or does
+    not fit its items, is refused at the entry's offset."""
+    data = (SA / V12[0]).read_bytes()
+    entry = _disk_entry(data)
+    path = tmp_path / "sa01"
+    newer = bytearray(data)
+    newer[entry + 4:entry + 8] = (0x8F).to_bytes(4, "little")  # (magic of a future layout)
+    path.write_bytes(bytes(newer))
+    assert import_file(path).frame.df.equals(import_file(SA / V12[0]).frame.df)
+    lacking = bytearray(data)
+    lacking[entry + 24:entry + 36] = b"\x01\x00\x00\x00" + b"\x00" * 4 + b"\x01\x00\x00\x00"
+    path.write_bytes(bytes(lacking))
+    with pytest.raises(BinaryFormatError, match=rf"offset {entry}: disk activity layout "
+                       r"\(1, 0, 1\) lacks the counters sar -d needs"):
+        import_file(path)
+    too_big = bytearray(data)
+    too_big[entry + 24:entry + 28] = (200).to_bytes(4, "little")
+    path.write_bytes(bytes(too_big))
+    with pytest.raises(BinaryFormatError, match=rf"offset {entry}: activity 11's layout"):
+        import_file(path)
+
+
+def test_lenient_keeps_the_records_before_damage(tmp_path: Path) -> None:
+    data = bytearray((SA / V12[0]).read_bytes())
+    starts = record_offsets(bytes(data))
+    last = starts[-2]
+    data[last + 20] = 99  # (the last record's type: not one sysstat writes)
+    path = tmp_path / "sa01"
+    path.write_bytes(bytes(data))
+    with pytest.raises(BinaryFormatError, match=rf"offset {last}: record type 99"):
+        import_file(path)
+    result = import_file(path, lenient=True)
+    assert result.skipped == 1 and "record type 99" in result.skipped_examples[0]
+    full = import_file(SA / V12[0]).frame.df
+    assert 0 < len(result.frame) < len(full)
+    assert result.frame.df.equals(full.head(len(result.frame)))

@@ -128,6 +128,10 @@ def cpu_codec(layout: Layout, act: Activity, path: str) -> CpuCodec:
     else:
         raise BinaryFormatError(path, act.offset, f"CPU activity magic 0x{act.magic:x} is "
                                 f"not one a {layout.generation.writers} file has (0x8a)")
+    if len(offsets) < 8:  # (user to softirq: what sar -u needs)
+        raise BinaryFormatError(path, act.offset, f"CPU items of {act.size} bytes "
+                                f"({act.types or 'old layout'}) lack the counters sar -u "
+                                "needs")
     dtype = np.dtype({"names": [f"c{i}" for i in range(len(offsets))],
                       "formats": [layout.order + "u8"] * len(offsets),
                       "offsets": offsets, "itemsize": act.size})

@@ -37,6 +37,8 @@ from iogauge.importers.sa.layout import (
 R_STATS, R_RESTART, R_LAST_STATS, R_COMMENT = 1, 2, 3, 4
 R_EXTRA_MIN, R_EXTRA_MAX = 5, 15
 MAX_COMMENT_LEN = 64
+#: The last second of the year 9999 (a time stamp past it is damage, not a date).
+MAX_EPOCH_S = 253_402_300_799
 #: HZ assumed for files that do not store it (before 0x2175), as sadf -c does on Linux.
 DEFAULT_HZ = 100
 
@@ -132,6 +134,9 @@ class _Records:
 
     def record(self, at: int) -> tuple[Event | None, int]:
         rtype, cs, ust, extra, pos = self.header(at)
+        if ust > MAX_EPOCH_S:
+            raise BinaryFormatError(self.path, at, f"record time {ust} s after 1970 is past "
+                                    "the year 9999: the file is damaged here")
         if R_EXTRA_MIN <= rtype <= R_EXTRA_MAX:
             return None, self.extras(pos, extra)
         if rtype == R_COMMENT:
