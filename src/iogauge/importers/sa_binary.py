@@ -1,5 +1,9 @@
 """Binary sysstat data files (``/var/log/sa/saDD``, ``/var/log/sysstat/saDD``, what ``sadc``
-writes), read by running this machine's ``sadf -j FILE -- -d -u``.
+writes), read by running this machine's ``sadf -j FILE -- -d -u``: format ``sa-sadf``, used
+only when asked for (``--format sa-sadf``). Files are read natively by
+:mod:`iogauge.importers.sa` (format ``sa``); this path stays for a file of a sysstat newer
+than that reader knows (a format magic after 0x2175), which an up-to-date sadf can read,
+and as the tests' oracle where sadf is installed.
 
 The binary layout changes between sysstat versions (sa.h: "strict writing, read any" only
 within one FORMAT_MAGIC), so instead of decoding it here we let the installed ``sadf`` do
