@@ -294,3 +294,17 @@ def test_old_formats_equal_this_machines_sadf_c_conversion(version: str) -> None
     except InputFormatError as exc:  # (this sadf cannot convert it: nothing to compare)
         pytest.skip(f"this machine's sadf cannot read it: {exc}")
     assert printed(path) == oracle
+
+
+def test_devices_of_another_host_keep_sars_numbered_names(tmp_path: Path) -> None:
+    """A file from another host: no name from this machine's /sys, sar's devM-m instead
+    (SCSI disks keep their fixed names, as in the 9.1.6 to 12.0.0 files), and a note."""
+    data = bytearray((SA / V12[0]).read_bytes())
+    host = data.index(b"vm\0")  # (the header's nodename)
+    data[host:host + 3] = b"db\0"
+    path = tmp_path / "sa01"
+    path.write_bytes(bytes(data))
+    result = import_file(path)
+    assert set(result.frame.df["device"]) == {"dev7-0", "dev7-1", "dev7-2", "dev254-0"}
+    assert set(result.frame.df["host"]) == {"db"}
+    assert any("written on db, not here" in n for n in result.notes)
