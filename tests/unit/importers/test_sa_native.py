@@ -308,3 +308,18 @@ def test_devices_of_another_host_keep_sars_numbered_names(tmp_path: Path) -> Non
     assert set(result.frame.df["device"]) == {"dev7-0", "dev7-1", "dev7-2", "dev254-0"}
     assert set(result.frame.df["host"]) == {"db"}
     assert any("written on db, not here" in n for n in result.notes)
+
+
+def test_compressed_and_empty_files(tmp_path: Path) -> None:
+    import gzip
+
+    data = (SA / "sysstat-data-9.1.6.sa").read_bytes()
+    packed = tmp_path / "sa21.gz"
+    packed.write_bytes(gzip.compress(data))
+    result = import_file(packed)
+    assert result.compression == "gzip" and result.input_bytes == len(data)
+    assert printed(packed) == printed(SA / "sysstat-data-9.1.6.sa")
+    empty = tmp_path / "sa22"
+    empty.write_bytes(b"")
+    with pytest.raises(InputFormatError, match="sa22: offset 0: the file is empty"):
+        import_file(empty, fmt="sa")

@@ -68,11 +68,16 @@ def parse(data: bytes, source: Source) -> SampleFrame:
 
 
 def _buffer(stream: BinaryIO) -> tuple[Buffer, mmap.mmap | None]:
-    """The file's bytes: mapped when it is a plain file (not held in memory), else read."""
-    with contextlib.suppress(OSError, ValueError, io.UnsupportedOperation, AttributeError):
-        mapped = mmap.mmap(stream.fileno(), 0, access=mmap.ACCESS_READ)
-        stream.seek(0, io.SEEK_END)  # (the caller reads the size off the stream)
-        return mapped, mapped
+    """The file's bytes: mapped when it is a plain file (not held in memory), else read.
+    (A decompressing stream has the compressed file's fileno: it is read.)"""
+    if isinstance(stream, (io.BufferedReader, io.FileIO)):
+        try:
+            mapped = mmap.mmap(stream.fileno(), 0, access=mmap.ACCESS_READ)
+        except (OSError, ValueError):  # (an empty file, or one that cannot be mapped)
+            pass
+        else:
+            stream.seek(0, io.SEEK_END)  # (the caller reads the size off the stream)
+            return mapped, mapped
     return stream.read(), None
 
 
