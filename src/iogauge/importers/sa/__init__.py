@@ -22,6 +22,7 @@ import contextlib
 import io
 import mmap
 from collections.abc import Callable, Iterator
+from functools import cache
 from typing import BinaryIO
 
 import numpy as np
@@ -40,7 +41,7 @@ from iogauge.importers.sa.rates import (
 )
 from iogauge.importers.sa.records import Comment, Cut, Restart, Stats, iter_records
 from iogauge.importers.sadf_common import fallback_host
-from iogauge.importers.sar_text import device_frame
+from iogauge.importers.sar_text import device_kind_and_parent
 from iogauge.model.sampleframe import SampleFrame
 
 NAME = "sa"
@@ -129,19 +130,33 @@ class _Batch:
             self.cols[k].append(np.full(n, value))
         self.rows += n
 
-    def frame(self, host: str, local: bool, first_order: int) -> SampleFrame:
+    def frame(self, host: str, local: bool) -> SampleFrame:
+        """The rows as a SampleFrame, in the file's order. Names and their kind are worked
+        out once per device (the rows point at them), not once per row."""
         data = {k: np.concatenate(v) for k, v in self.cols.items()}
         keys = (data.pop("major").astype(np.uint64) << np.uint64(32)) | data.pop(
             "minor").astype(np.uint64)
         uniq, inverse = np.unique(keys, return_inverse=True)
         names = [devices.device_name(int(k >> np.uint64(32)), int(k & np.uint64(0xFFFFFFFF)),
                                      local=local) for k in uniq]
+        ident = [_identity(n) for n in names]
+        at = pl.Series(inverse.astype(np.uint32).ravel())
         df = pl.DataFrame(data).with_columns(
-            pl.Series("device", names, pl.String())[inverse],
-            pl.lit(host).alias("host"),
-            pl.Series("order", np.arange(first_order, first_order + self.rows)),
-        ).with_columns(pl.col(k).fill_nan(None) for k in ("d_kBps", *CPU_COLUMNS))
-        return device_frame(df, pl.DataFrame(), name=NAME, order="order")
+            pl.Series("device", names, pl.String()).gather(at),
+            pl.Series("device_kind", [k for k, _ in ident], pl.String()).gather(at),
+            pl.Series("parent", [p for _, p in ident], pl.String()).gather(at),
+            pl.lit(host).alias("host"), pl.lit(NAME).alias("source"),
+            pl.from_epoch(pl.col("utc_us"), time_unit="us").dt.replace_time_zone("UTC")
+            .alias("ts"),
+            *(pl.col(k).fill_nan(None) for k in ("d_kBps", *CPU_COLUMNS)),
+        ).drop("utc_us")
+        return SampleFrame(df)
+
+
+@cache
+def _identity(name: str) -> tuple[str, str | None]:
+    """Kind and parent of a device name (as every sysstat importer gives them)."""
+    return device_kind_and_parent(name)
 
 
 def _rows(buf: Buffer, lay: Layout, source: Source, rows_per_frame: int,
@@ -183,13 +198,13 @@ def _rows(buf: Buffer, lay: Layout, source: Source, rows_per_frame: int,
                 batch.add(disk_rates(prev.disks, event.disks, itv), event, event.disks, itv,
                           cpu)
                 if batch.rows >= rows_per_frame:
-                    yield batch.frame(host, local, done)
+                    yield batch.frame(host, local)
                     done += batch.rows
                     batch = _Batch()
                     release(event.offset)
             prev = event
     if batch.rows:
-        yield batch.frame(host, local, done)
+        yield batch.frame(host, local)
     elif not any(a.id == A_DISK for a in lay.activities):
         endian = "big" if lay.big_endian else "little"
         raise InputFormatError(source.path, None, f"the sa file (sysstat {lay.version}, "
