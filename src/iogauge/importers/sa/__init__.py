@@ -231,5 +231,5 @@ def _notes(lay: Layout, source: Source, restarts: int, local: bool) -> None:
                     "not store the kernel's HZ: 100 assumed, as sadf -c does on Linux")
     if not local:
         source.note(f"the file was written on {lay.nodename or 'an unnamed host'}, not here: "
-                    "devices are named by the fixed SCSI numbering where it applies, else "
-                    "devMAJOR-MINOR as sar does")
+                    "devices are named by the fixed numbering (sda, loop0, md0...) where it "
+                    "applies, else devMAJOR-MINOR as sar does")

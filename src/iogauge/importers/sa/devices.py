@@ -2,9 +2,10 @@
 
 As sar and sadf do ([sysstat] sa_common.c get_device_name, ioconf.c): on the host that
 wrote the file, the kernel's name from ``/sys/dev/block/M:m`` (else ``/proc/partitions``);
-else the fixed SCSI-disk numbering every Linux uses (majors 8, 65-71, 128-135: 16 minors
-per disk, ``sda``, ``sda1``, ... ``sdaa``), which sysstat's ioconf table also gives; else
-``devM-m``, sar's own name for a device it cannot name.
+else the fixed numbering every Linux uses, which sysstat's ioconf table also gives: SCSI
+disks (majors 8, 65-71, 128-135: 16 minors per disk, ``sda``, ``sda1``, ... ``sdaa``) and
+the majors of one device per minor (``loop7``, ``md0``, ``ram1``...); else ``devM-m``,
+sar's own name for a device it cannot name.
 """
 
 from __future__ import annotations
@@ -15,6 +16,9 @@ from pathlib import Path
 
 #: SCSI disk majors in disk-number order (Documentation/admin-guide/devices.txt).
 _SD_MAJORS = (8, *range(65, 72), *range(128, 136))
+#: Fixed majors of one device per minor, named prefix + minor (ioconf: ram, loop, md,
+#: scd, nb), as sysstat's ioconf table names them.
+_NUMBERED = {1: "ram", 7: "loop", 9: "md", 11: "scd", 43: "nb"}
 
 
 def same_host(nodename: str) -> bool:
@@ -38,6 +42,8 @@ def fixed_name(major: int, minor: int) -> str | None:
         disk = _SD_MAJORS.index(major) * 16 + minor // 16
         part = minor % 16
         return "sd" + _sd_letters(disk) + (str(part) if part else "")
+    if major in _NUMBERED:
+        return f"{_NUMBERED[major]}{minor}"
     return None
 
 
