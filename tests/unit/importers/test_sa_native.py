@@ -324,3 +324,47 @@ def test_compressed_and_empty_files(tmp_path: Path) -> None:
     empty.write_bytes(b"")
     with pytest.raises(InputFormatError, match="sa22: offset 0: the file is empty"):
         import_file(empty, fmt="sa")
+
+
+#: sar -d column -> (SampleFrame column, factor): 10.x printed sectors, 12.x kB.
+_SAR_D = {"tps": ("iops", 1.0), "rd_sec/s": ("r_kBps", 2.0), "wr_sec/s": ("w_kBps", 2.0),
+          "avgrq-sz": ("areq_kB", 2.0), "avgqu-sz": ("aqu_sz", 1.0), "await": ("await_ms", 1.0),
+          "%util": ("util_pct", 1.0), "rkB/s": ("r_kBps", 1.0), "wkB/s": ("w_kBps", 1.0),
+          "dkB/s": ("d_kBps", 1.0), "areq-sz": ("areq_kB", 1.0), "aqu-sz": ("aqu_sz", 1.0)}
+
+
+def sar_dp_rows(path: Path) -> tuple[list[str], list[tuple[str, ...]]]:
+    """(columns, rows) of ``sar -d -p`` text of any version: DEV second (10.x) or last
+    (12.x); svctm (10.x) is left out, as sysstat 12 no longer computes it."""
+    cols: list[str] = []
+    rows: list[tuple[str, ...]] = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        parts = line.split()
+        if len(parts) < 3 or not re.match(r"\d\d:\d\d:\d\d$", parts[0]):
+            continue
+        if "DEV" in parts:
+            dev_at = parts.index("DEV")
+            cols = [c for c in parts[1:] if c != "DEV"]
+            continue
+        if "RESTART" in line or not cols:
+            continue
+        dev = parts[dev_at]
+        values = [v for i, v in enumerate(parts[1:], 1) if i != dev_at]
+        rows.append((parts[0], dev, *(v for c, v in zip(cols, values, strict=True)
+                                      if c != "svctm")))
+    return [c for c in cols if c != "svctm"], rows
+
+
+@pytest.mark.parametrize("version", ["10.3.1", "12.7.9"])
+def test_files_of_sadc_built_from_sysstats_tags_equal_their_own_sar(version: str) -> None:
+    """sa files recorded here by sadc built from sysstat's v10.3.1 and v12.7.9 tags (a
+    restart and a comment in each), against the sar -d -p of the same build, to the
+    printed digits. This machine's sadf 12.6.1 prints no disk row of the 12.7.9 file."""
+    name = f"sysstat{version}-disk-restart"
+    cols, expected = sar_dp_rows(SA / f"{name}.sar-d-p.txt")
+    assert len(expected) >= 40
+    df = import_file(SA / f"{name}.sa").frame.df
+    got = [(ts.strftime("%H:%M:%S"), r["device"],
+            *(f"{(r[_SAR_D[c][0]] or 0.0) * _SAR_D[c][1]:.2f}" for c in cols))
+           for ts, r in zip(df["ts"], df.iter_rows(named=True), strict=True)]
+    assert got == expected
