@@ -355,11 +355,12 @@ def sar_dp_rows(path: Path) -> tuple[list[str], list[tuple[str, ...]]]:
     return [c for c in cols if c != "svctm"], rows
 
 
-@pytest.mark.parametrize("version", ["10.3.1", "12.7.9"])
+@pytest.mark.parametrize("version", ["10.3.1", "12.7.9", "12.7.9-i386"])
 def test_files_of_sadc_built_from_sysstats_tags_equal_their_own_sar(version: str) -> None:
     """sa files recorded here by sadc built from sysstat's v10.3.1 and v12.7.9 tags (a
-    restart and a comment in each), against the sar -d -p of the same build, to the
-    printed digits. This machine's sadf 12.6.1 prints no disk row of the 12.7.9 file."""
+    restart in each, a comment in the first two; i386: built with -m32, so C longs of 4
+    bytes), against the sar -d -p of the same build, to the printed digits. This
+    machine's sadf 12.6.1 prints no disk row of the 12.7.9 files."""
     name = f"sysstat{version}-disk-restart"
     cols, expected = sar_dp_rows(SA / f"{name}.sar-d-p.txt")
     assert len(expected) >= 40
@@ -368,3 +369,12 @@ def test_files_of_sadc_built_from_sysstats_tags_equal_their_own_sar(version: str
             *(f"{(r[_SAR_D[c][0]] or 0.0) * _SAR_D[c][1]:.2f}" for c in cols))
            for ts, r in zip(df["ts"], df.iter_rows(named=True), strict=True)]
     assert got == expected
+
+
+def test_big_endian_copy_of_a_32_bit_file(tmp_path: Path) -> None:
+    """A 32-bit little-endian file swapped to what a 32-bit big-endian machine writes
+    (4-byte C longs swapped in their 8-byte slots) reads the same."""
+    name = "sysstat12.7.9-i386-disk-restart.sa"
+    swapped = tmp_path / name
+    swapped.write_bytes(swap_sa((SA / name).read_bytes()))
+    assert import_file(swapped).frame.df.equals(import_file(SA / name).frame.df)
