@@ -6,7 +6,9 @@ The interval ``itv`` is the difference of the records' uptimes in 1/100 s (1 if 
 equal); a rate is ``(double)(now - before) / itv * 100`` with the difference taken in the
 counter's own C type, so a 32-bit tick counter wraps as it does in sar. A device is matched
 to the previous record's by major and minor; a new device, or one whose counters all went
-back (re-created), is compared with zeros, as sar does.
+back (re-created), is compared with zeros, as sar does. ``d_kBps`` is null (not measured)
+for files whose disk layout has no discard counters (sysstat before 12.1.2), where sar
+prints 0.00.
 """
 
 from __future__ import annotations
