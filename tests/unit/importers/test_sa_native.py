@@ -378,3 +378,24 @@ def test_big_endian_copy_of_a_32_bit_file(tmp_path: Path) -> None:
     swapped = tmp_path / name
     swapped.write_bytes(swap_sa((SA / name).read_bytes()))
     assert import_file(swapped).frame.df.equals(import_file(SA / name).frame.df)
+
+
+def test_absurd_counts_are_damage_not_a_cut(tmp_path: Path) -> None:
+    """An item count that no file could hold is refused where it is declared; one beyond
+    sadf's own limits already in the activity list."""
+    data = bytearray((SA / "sysstat-data-9.1.6.sa").read_bytes())
+    entries = 8 + 280  # (0x2171: 8-byte file_magic, 280-byte header, 20-byte entries)
+    disk = next(entries + 20 * k for k in range(40)
+                if int.from_bytes(data[entries + 20 * k:entries + 20 * k + 4], "little") == 11)
+    path = tmp_path / "sa01"
+    data[disk + 8:disk + 12] = (1_000_000).to_bytes(4, "little")
+    path.write_bytes(bytes(data))
+    with pytest.raises(BinaryFormatError, match=rf"offset {disk}: activity 11 has 1000000 "
+                       r"items of 80 bytes in the record at offset \d+: more than the whole "
+                       "file holds"):
+        import_file(path)
+    data[disk + 8:disk + 12] = (0x7FFF_FFFF).to_bytes(4, "little")
+    path.write_bytes(bytes(data))
+    with pytest.raises(BinaryFormatError, match=rf"offset {disk}: activity 11 declares "
+                       r"2147483647 x 1 items of 80 bytes, outside sadf's limits"):
+        import_file(path)

@@ -153,7 +153,13 @@ class _Records:
         disks: codecs.DiskCounters | None = None
         cpu: np.ndarray | None = None
         for act in self.layout.activities:
+            count_at = pos
             n_items, pos = self.count(act, pos)
+            if n_items * act.size > len(self.buf):  # (damage, not a file cut short)
+                raise BinaryFormatError(self.path, count_at if act.has_nr else act.offset,
+                                        f"activity {act.id} has {n_items} items of "
+                                        f"{act.size} bytes in the record at offset {at}: "
+                                        "more than the whole file holds")
             end = self.take(pos, n_items * act.size)
             if act.offset in self.disk_codec:
                 disks = self.disk_codec[act.offset](self.buf, pos, n_items)
