@@ -39,5 +39,17 @@ class InputFormatError(IogaugeError):
         super().__init__(f"{where}: {reason}")
 
 
+class BinaryFormatError(InputFormatError):
+    """A binary input (a sysstat sa file) cannot be understood at a byte offset.
+
+    Attributes:
+        offset: the byte offset (0-based) of the structure at fault.
+    """
+
+    def __init__(self, path: str | Path, offset: int, reason: str) -> None:
+        self.offset = offset
+        super().__init__(path, None, f"offset {offset}: {reason}")
+
+
 class StoreError(IogaugeError):
     """The embedded store cannot be opened, written or read."""

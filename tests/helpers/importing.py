@@ -124,3 +124,12 @@ def assert_pieces_agree(module: ModuleType, data: bytes, chunks: Iterable[int],
             got, want = relax(got, want)
         assert got[0].equals(want[0]), (label, chunk)
         assert got[1:] == want[1:], (label, chunk)
+
+
+def as_printed(frame: SampleFrame) -> SampleFrame:
+    """The frame's measures as sysstat prints them: two decimals, by C's %.2f, which
+    Python's format shares (correctly rounded from the binary value); interval_s kept."""
+    df = frame.df.with_columns(
+        pl.col(c).map_elements(lambda v: float(f"{v:.2f}"), return_dtype=pl.Float64())
+        for c, t in frame.df.schema.items() if t == pl.Float64() and c != "interval_s")
+    return SampleFrame(df)

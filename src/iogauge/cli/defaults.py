@@ -16,8 +16,8 @@ COMPARE_ALPHA = 0.01
 #: :data:`iogauge.analysis.compare.MIN_EFFECT_PCT`: smallest relative change (%) reported.
 COMPARE_MIN_EFFECT_PCT = 5.0
 #: The keys of :data:`iogauge.importers.registry.FORMATS`, in sniffing priority order.
-FORMAT_IDS = ("sa", "sadf", "iostat-json", "fio", "perfmon", "rmf", "awr-html", "awr",
-              "statspack",
+FORMAT_IDS = ("sa", "sa-sadf", "sadf", "iostat-json", "fio", "perfmon", "rmf", "awr-html",
+              "awr", "statspack",
               "aix-iostat", "solaris-iostat", "unix-sar", "sar", "iostat", "diskstats")
 #: :data:`iogauge.guarantee.safety.DEFAULT_STATE_PATH`.
 GUARANTEE_STATE_PATH = Path("/run/iogauge/guarantee.state.json")

@@ -330,6 +330,11 @@ def import_(
     """Import iostat, sar, sadf, sa, Solaris/AIX/HP-UX, perfmon, RMF, Oracle, fio or
     diskstats files into the store (or JSON / Parquet).
 
+    Binary sysstat sa files (saDD) of sysstat 9.1.6 to 12.7.x (formats 0x2171, 0x2173,
+    0x2175), written on little- or big-endian machines (x86_64, arm64, ppc64, s390x), are
+    read natively, without sadf, on any OS \\[sysstat]; --format sa-sadf reads one with this
+    machine's sadf instead (for a format newer than 12.7.x).
+
     The format is sniffed per file (--format forces one). Rows already in the store with the
     same source, host, device and time are replaced, so importing a file twice is harmless,
     and within one call a later file's rows replace an earlier file's in the same way (a log

@@ -35,7 +35,8 @@ from iogauge.model.waitevents import WaitEventFrame
 
 #: format id -> module, in sniffing priority order.
 FORMATS: dict[str, str] = {
-    "sa": "iogauge.importers.sa_binary",
+    "sa": "iogauge.importers.sa",
+    "sa-sadf": "iogauge.importers.sa_binary",
     "sadf": "iogauge.importers.sadf",
     "iostat-json": "iogauge.importers.iostat_json",
     "fio": "iogauge.importers.fio_json",

@@ -1,5 +1,9 @@
 """Binary sysstat data files (``/var/log/sa/saDD``, ``/var/log/sysstat/saDD``, what ``sadc``
-writes), read by running this machine's ``sadf -j FILE -- -d -u``.
+writes), read by running this machine's ``sadf -j FILE -- -d -u``: format ``sa-sadf``, used
+only when asked for (``--format sa-sadf``). Files are read natively by
+:mod:`iogauge.importers.sa` (format ``sa``); this path stays for a file of a sysstat newer
+than that reader knows (a format magic after 0x2175), which an up-to-date sadf can read,
+and as the tests' oracle where sadf is installed.
 
 The binary layout changes between sysstat versions (sa.h: "strict writing, read any" only
 within one FORMAT_MAGIC), so instead of decoding it here we let the installed ``sadf`` do
@@ -57,8 +61,9 @@ from iogauge.importers.base import Source
 from iogauge.importers.io import head_then
 from iogauge.model.sampleframe import SampleFrame
 
-NAME = "sa"
-DESCRIPTION = "binary sysstat sa data files (saDD), read with this machine's sadf"
+NAME = "sa-sadf"
+DESCRIPTION = ("binary sysstat sa data files read with this machine's sadf (only with "
+               "--format sa-sadf: for a format newer than the native reader knows)")
 EXPECTS = "the sysstat file magic 0xd596 in the first two bytes (either byte order)"
 
 #: struct file_magic.sysstat_magic (sa.h SYSSTAT_MAGIC), little- and big-endian.
