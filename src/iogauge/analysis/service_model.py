@@ -67,7 +67,9 @@ class Strength(StrEnum):
     DIRECT = "direct"     # measures the service itself: decides against everything else
     STRONG = "strong"     # decides against any label
     MEDIUM = "medium"     # decides against a weak label or none
-    WEAK = "weak"         # a label known to lie (virtio, loop, dm): a hint only
+    WEAK = "weak"         # decides only where nothing else says anything
+    HINT = "hint"         # a label known to lie (a virtual disk's rotational flag): shown,
+                          # never decides
 
 
 class MediaOptionError(IogaugeError):
@@ -232,7 +234,7 @@ def label_prior(name: str, kind: str, info: DeviceInfo | None,
                 f"kind {kind}: an aggregate of several devices or paths")
     if capability is not None and "--profile" not in capability.matched_by:
         model = ServiceModel.PARALLEL if capability.parallel else ServiceModel.ONE_AT_A_TIME
-        strength = Strength.WEAK if _is_virtual(name, info) else Strength.MEDIUM
+        strength = Strength.HINT if _is_virtual(name, info) else Strength.MEDIUM
         return model, strength, f"catalog profile {capability.profile} ({capability.matched_by})"
     if kind == "loop":
         return (ServiceModel.UNDETERMINED, Strength.WEAK,
@@ -252,7 +254,7 @@ def label_prior(name: str, kind: str, info: DeviceInfo | None,
     model = ServiceModel.ONE_AT_A_TIME if info.rotational else ServiceModel.PARALLEL
     flag = f"queue/rotational = {int(info.rotational)}"
     if _is_virtual(name, info):
-        return model, Strength.WEAK, (f"{flag} on a virtual disk (the hypervisor's flag, not "
+        return model, Strength.HINT, (f"{flag} on a virtual disk (the hypervisor's flag, not "
                                       "the storage behind it)")
     return model, Strength.MEDIUM, flag
 
@@ -456,9 +458,11 @@ def decide(name: str, kind: str, info: DeviceInfo | None, capability: Capability
     medium = None if conflicting else _vote(signals, Strength.MEDIUM)
     data = strong
     if data is None and medium is not None and (
-            label_strength is Strength.WEAK or label in (medium, ServiceModel.UNDETERMINED)):
+            label_strength in (Strength.WEAK, Strength.HINT)
+            or label in (medium, ServiceModel.UNDETERMINED)):
         data = medium
-    if data is None and not conflicting and label is ServiceModel.UNDETERMINED:
+    if data is None and not conflicting and (label is ServiceModel.UNDETERMINED
+                                             or label_strength is Strength.HINT):
         # Nothing else to go by: weak signals decide when two or more agree and none
         # disagrees.
         weak = _vote(signals, Strength.WEAK)
@@ -472,7 +476,7 @@ def decide(name: str, kind: str, info: DeviceInfo | None, capability: Capability
             text = f"{_PHRASE[data]}: labelled {label_why}, but {deciding.text}"
         return ServiceDecision(data, DecidedBy.DATA, label, [*signals, label_sig],
                                conflict=conflict, summary=text)
-    if label is not ServiceModel.UNDETERMINED:
+    if label is not ServiceModel.UNDETERMINED and label_strength is not Strength.HINT:
         text = f"{_PHRASE[label]}, from the labels: {label_why}"
         if conflicting:
             text += " (the data's signals disagree with each other)"

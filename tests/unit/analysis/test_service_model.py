@@ -160,6 +160,11 @@ def test_labels_decide_when_the_data_cannot() -> None:
     d = decide("loop3", "loop", None, None, one, None)
     assert d.model is ServiceModel.UNDETERMINED and d.util_is_capacity is None
     assert "loop device" in d.summary
+    # A virtual disk's rotational flag is shown but never decides.
+    vda = DeviceInfo(name="vda", kind="disk", rotational=True, vendor="0x1af4")
+    d = decide("vda", "disk", vda, None, one, None)
+    assert d.model is ServiceModel.UNDETERMINED and d.label is ServiceModel.ONE_AT_A_TIME
+    assert "on a virtual disk" in d.summary
 
 
 # ---- each signal on its own -----------------------------------------------------------

@@ -106,7 +106,9 @@ def mutations(draw: st.DrawFn) -> tuple[Path, bytes, list[int]]:
     return path, b"\n".join(lines), sorted(i + 1 for i in inserted)
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+# derandomize: the same examples on every run, so a hole found once is fixed, not flaky
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow],
+          derandomize=True)
 @given(mutations())
 def test_lenient_never_invents_a_row(case: tuple[Path, bytes, list[int]]) -> None:
     path, data, _ = case
@@ -116,7 +118,8 @@ def test_lenient_never_invents_a_row(case: tuple[Path, bytes, list[int]]) -> Non
     assert lenient_f <= strict_f
 
 
-@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow],
+          derandomize=True)
 @given(mutations())
 def test_strict_either_reads_the_report_or_names_the_line(
         case: tuple[Path, bytes, list[int]]) -> None:
@@ -133,6 +136,20 @@ def test_strict_either_reads_the_report_or_names_the_line(
     if error is not None:  # a clear error: this file, a reason
         assert error.path == str(path)
         assert error.reason
+
+
+def test_a_snapshot_line_in_a_top_table_is_no_event() -> None:
+    """Found by the property above: Statspack's "Begin Snap:" header line pasted into the
+    Top 5 Timed Events table read as an event with 215 waits and 3.4 s."""
+    path = FIXTURES / "statspack" / "sp_102_config5-1-2_hdd_cache128m.txt"
+    lines = path.read_bytes().split(b"\n")
+    at = next(i for i, ln in enumerate(lines) if ln.startswith(b"-----") and i > 20) + 1
+    snap = next(ln for ln in lines if ln.startswith(b"Begin Snap:"))
+    data = b"\n".join([*lines[:at], snap, *lines[at:]])
+    strict_w, _, _ = rows(path, path.read_bytes(), lenient=False)
+    lenient_w, _, _ = rows(path, data, lenient=True)
+    assert lenient_w <= strict_w
+    assert not any("Begin Snap" in str(r) for r in lenient_w)
 
 
 def test_operating_system_statistics_become_host_cpu_columns() -> None:

@@ -71,6 +71,9 @@ _WAIT_COLUMNS: dict[str, tuple[str, Decimal | str]] = {
 _WAIT_TEXT = {"event", "waitclass"}
 #: an event name starts with a letter ("db file sequential read", "SQL*Net ...", "enq: TX")
 _EVENT_RE = re.compile(r"^[A-Za-z]")
+#: what no event name holds: a date (21-Aug-07), a clock time (11:00:02) -- the snapshot
+#: lines of a report header ("Begin Snap:  11 21-Aug-07 11:00:02  215  3.4")
+_NOT_EVENT_RE = re.compile(r"\b\d{1,2}-[A-Za-z]{3}-\d{2,4}\b|\b\d{1,2}:\d{2}:\d{2}\b")
 #: a tablespace name: an Oracle identifier (letters, digits, _ $ #; the first a letter)
 _TABLESPACE_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_$#]*")
 #: a wait row carries at least one of these (CPU rows only a time)

@@ -12,6 +12,7 @@ from typing import Any, Protocol
 
 from iogauge.importers.oracle.grammar import (
     _EVENT_RE,
+    _NOT_EVENT_RE,
     _TABLESPACE_RE,
     DEFAULT_BLOCK_BYTES,
     WAIT_FIGURES,
@@ -82,7 +83,7 @@ class _Ctx:
             raise _BadLine(line_no, f"{table.title}: row without an event name")
         # the row grammar: a line of another block (a load average, a ~ underline) that
         # slipped into the table is refused, never turned into an event
-        if not _EVENT_RE.match(row["event"]):
+        if not _EVENT_RE.match(row["event"]) or _NOT_EVENT_RE.search(row["event"]):
             raise _BadLine(line_no, f"{table.title}: {row['event']!r} is not an event name "
                            "(a line of another block?)")
         if all(row.get(k) is None for k in WAIT_FIGURES):

@@ -15,6 +15,7 @@ import polars as pl
 from iogauge.importers.oracle.grammar import (
     _EVENT_RE,
     _FILE_SCHEMA,
+    _NOT_EVENT_RE,
     _TABLESPACE_RE,
     DEFAULT_BLOCK_BYTES,
     WAIT_FIGURES,
@@ -215,6 +216,7 @@ def _wait_frame(out: _Out) -> pl.DataFrame | None:
         odd.append(values["event"].is_null())
         # the row grammar of rows._Ctx._wait_row: such rows are refused there, with their line
         odd.append(~values["event"].str.contains(_EVENT_RE.pattern).fill_null(False))
+        odd.append(values["event"].str.contains(_NOT_EVENT_RE.pattern).fill_null(False))
         figures = [values[k] for k in WAIT_FIGURES if k in values]
         if figures:
             odd.append(pl.all_horizontal([f.is_null() for f in figures]))
