@@ -109,9 +109,12 @@ MIN_BUSY_PCT = 10.0
 CONC_MIN_SPAN = 2.5
 CONC_MIN_HIGH = 3.0
 #: I/O per busy second growing this much with the requests in service = parallel; at most
-#: NCQ_MAX_GAIN = one at a time (a spindle's command reordering gains less than 2x).
+#: ONE_MAX_GAIN = one at a time (each request costs the same busy time whatever the queue,
+#: within the scatter of the mix). Between lies a spindle's command reordering (the lab's
+#: NCQ drive: 1.8x) or a parallel device held back by one shared stage (a host link): the
+#: signal leaves those to the others.
 PARALLEL_MIN_GAIN = 2.5
-NCQ_MAX_GAIN = 1.5
+ONE_MAX_GAIN = 1.3
 #: %util at or above this is saturation for the plateau signal.
 PLATEAU_UTIL_PCT = 95.0
 PLATEAU_MIN_POINTS = 3
@@ -290,13 +293,14 @@ def _concurrency(p: Points) -> Signal | None:
     if gain >= PARALLEL_MIN_GAIN:
         return Signal("concurrency", ServiceModel.PARALLEL, Strength.DIRECT,
                       f"{what}: several requests are served at once")
-    if gain <= NCQ_MAX_GAIN:
+    if gain <= ONE_MAX_GAIN:
         return Signal("concurrency", ServiceModel.ONE_AT_A_TIME, Strength.DIRECT,
                       f"{what}: each request costs the same busy time whatever the queue "
                       "([Oe] §3)")
     return Signal("concurrency", ServiceModel.UNDETERMINED, Strength.WEAK,
-                  f"{what}: between a spindle's command reordering (< {NCQ_MAX_GAIN:g}x) and "
-                  f"parallel service (>= {PARALLEL_MIN_GAIN:g}x)")
+                  f"{what}: more than one at a time (<= {ONE_MAX_GAIN:g}x), less than "
+                  f"parallel service (>= {PARALLEL_MIN_GAIN:g}x): a spindle reordering its "
+                  "queue, or a parallel device held back by one shared stage")
 
 
 def _plateau(p: Points) -> Signal | None:
