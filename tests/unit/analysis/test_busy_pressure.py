@@ -36,12 +36,22 @@ def _findings(frame: SampleFrame) -> tuple[str, list[str]]:
 
 
 def test_busy_but_nothing_stalls_is_not_the_bottleneck() -> None:
-    """88 % busy, tasks stalled 0.4 % of the time, CPUs busy: not the bottleneck -- even
-    with a %user too low for the %iowait rule to say so."""
-    verdict, titles = _findings(_frame(88.0, 0.4, 0.0, user=40.0, iowait=3.0))
+    """88 % busy, tasks stalled 0.4 % of the time, CPUs busy in the application: not the
+    bottleneck -- on a host whose %iowait (6 %) would have kept the %iowait rule silent."""
+    verdict, titles = _findings(_frame(88.0, 0.4, 0.0, user=85.0, iowait=6.0))
     assert verdict == "busy, not the bottleneck"
     assert titles == [("sdb busy, not the bottleneck: 88 % util, but tasks stalled on I/O "
-                      "0.4 % of the time")]
+                       "0.4 % of the time")]
+    verdict, _ = _findings(_frame(88.0, None, None, user=85.0, iowait=6.0))
+    assert verdict != "busy, not the bottleneck"
+
+
+def test_no_stall_with_idle_cpus_is_no_verdict_of_cpu_bound_work() -> None:
+    """A task waiting for asynchronous I/O (libaio) is no I/O stall to PSI: a quiet stall
+    share with the CPUs mostly idle does not say the work is CPU-bound."""
+    verdict, titles = _findings(_frame(88.0, 0.4, 0.0, user=30.0, iowait=0.0))
+    assert verdict != "busy, not the bottleneck"
+    assert not any("not the bottleneck" in t for t in titles)
 
 
 def test_stalls_make_it_the_bottleneck_when_iowait_is_hidden() -> None:

@@ -28,8 +28,10 @@ Where the data has the kernel's I/O pressure stall information (``psi_io_some_pc
 %iowait: it measures directly whether tasks waited for I/O, whatever the CPU count.
 
 * **busy, not the bottleneck** (``info``): tasks stalled on I/O at most :data:`PSI_LOW_PCT`
-  (2 %) of the time -- "88 % busy, but tasks stalled on I/O 0.4 % of the time" answers
-  [Insight-SSD9]'s question directly;
+  (2 %) of the time while %user + %nice is at least :data:`USER_HIGH_PCT` -- "88 % busy,
+  but tasks stalled on I/O 0.4 % of the time" answers [Insight-SSD9]'s question directly.
+  The CPU condition stays: a task waiting for asynchronous I/O (libaio) is no stall to
+  PSI, so a quiet stall share alone does not make the work CPU-bound;
 * **the disk is the bottleneck**: some task stalled at least :data:`PSI_HIGH_PCT` (20 %) of
   the time (**warning**), every non-idle task at once at least :data:`PSI_FULL_CRITICAL_PCT`
   (10 %) of the time (**critical**). PSI is host-wide: the explanation says so.
@@ -236,7 +238,10 @@ def _by_pressure(ctx: AnalysisContext, dev: DeviceContext, busy: pl.Expr) -> lis
     level = level_expr(critical=bn & (pl.col("_full") >= PSI_FULL_CRITICAL_PCT), warning=bn)
     found = find_runs(w, level, score=pl.col("_some"), window_s=ctx.window_s)
     out = [_psi_finding(dev, run, found, stalled=True) for run in found.runs]
-    quiet = busy & (pl.col("_some") <= PSI_LOW_PCT)
+    # No stall is not yet CPU-bound work: a task waiting for asynchronous I/O (libaio's
+    # io_getevents) is no I/O stall to PSI. The CPUs must be busy with the application too.
+    quiet = busy & (pl.col("_some") <= PSI_LOW_PCT) & (
+        c(w, "cpu_user_pct") + c(w, "cpu_nice_pct").fill_null(0.0) >= USER_HIGH_PCT)
     found_nb = find_runs(w, level_expr(info=quiet), score=util, window_s=ctx.window_s)
     out += [_psi_finding(dev, run, found_nb, stalled=False) for run in found_nb.runs]
     return out
