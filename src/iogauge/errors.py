@@ -41,3 +41,7 @@ class InputFormatError(IogaugeError):
 
 class StoreError(IogaugeError):
     """The embedded store cannot be opened, written or read."""
+
+
+class StoreBusyError(StoreError):
+    """Another process holds the store: a second writer, or DuckDB's file lock."""
