@@ -67,10 +67,6 @@ class Segment:
         span = self.last - self.first + 1
         return int(math.log(span, FANOUT) + 1e-9) if span > 0 else 0
 
-    def covers(self, other: Segment) -> bool:
-        return (self.first <= other.first and other.last <= self.last
-                and (self.first, self.last) != (other.first, other.last))
-
 
 def _name(table: str, first: int, last: int) -> str:
     return f"{table}.{first:0{_DIGITS}d}-{last:0{_DIGITS}d}.parquet"
@@ -87,10 +83,24 @@ def all_segments(directory: Path, table: str) -> list[Segment]:
     return sorted(out)
 
 
+def _split(segs: list[Segment]) -> tuple[list[Segment], list[Segment]]:
+    """(live, superseded) of ``segs``. In (first ascending, last descending) order a
+    segment is covered exactly when an earlier one reaches as far: one pass."""
+    live: list[Segment] = []
+    superseded: list[Segment] = []
+    reach = -1
+    for s in sorted(segs, key=lambda s: (s.first, -s.last)):
+        if s.last <= reach:
+            superseded.append(s)
+        else:
+            live.append(s)
+            reach = s.last
+    return live, superseded
+
+
 def live_segments(directory: Path, table: str) -> list[Segment]:
     """The segments a reader reads: none superseded, the empty one excluded, oldest first."""
-    segs = [s for s in all_segments(directory, table) if s.last > 0]
-    return [s for s in segs if not any(o.covers(s) for o in segs)]
+    return _split([s for s in all_segments(directory, table) if s.last > 0])[0]
 
 
 def glob_sql(directory: Path, table: str) -> str:
@@ -166,6 +176,11 @@ class SegmentLog:
         write_empty(directory, table, empty)
         segs = all_segments(directory, table)
         self._next = max((s.last for s in segs), default=0) + 1
+        #: Live segments, oldest first, kept in step with the directory by this writer.
+        self._live = _split([s for s in segs if s.last > 0])[0]
+        #: Superseded segments and when they may go (a crash's leftovers: after the grace).
+        now = float(clock())  # type: ignore[operator]
+        self._doomed = [(s, now + GRACE_S) for s in _split(segs)[1]]
 
     def write(self, df: pl.DataFrame) -> Path:
         """One flush: a new segment with ``df``'s rows, then compaction if due."""
@@ -176,6 +191,7 @@ class SegmentLog:
             raise StoreError(f"{path}: cannot write {len(df)} rows: "
                              f"{exc.strerror or exc}") from exc
         self._next += 1
+        self._live.append(Segment(self._next - 1, self._next - 1, path))
         self.compact()
         return path
 
@@ -183,15 +199,18 @@ class SegmentLog:
         """Merge the newest :data:`FANOUT` live segments while they share a level below
         :data:`MAX_LEVEL`, then delete superseded segments past their grace time."""
         while True:
-            live = live_segments(self.directory, self.table)
-            tail = live[-FANOUT:]
+            tail = self._live[-FANOUT:]
             if (len(tail) < FANOUT or tail[0].level >= MAX_LEVEL
                     or any(s.level != tail[0].level for s in tail)):
                 break
-            self._merge(tail)
+            merged = self._merge(tail)
+            del self._live[-FANOUT:]
+            self._live.append(merged)
+            until = float(self._clock()) + GRACE_S  # type: ignore[operator]
+            self._doomed.extend((s, until) for s in tail)
         self._sweep()
 
-    def _merge(self, segs: list[Segment]) -> None:
+    def _merge(self, segs: list[Segment]) -> Segment:
         out = self.directory / _name(self.table, segs[0].first, segs[-1].last)
         frames = [pl.scan_parquet(s.path) for s in segs]
 
@@ -202,14 +221,17 @@ class SegmentLog:
             _write_atomically(out, write)
         except (OSError, pl.exceptions.PolarsError) as exc:
             raise StoreError(f"{out}: cannot merge {len(segs)} segments: {exc}") from exc
+        return Segment(segs[0].first, segs[-1].last, out)
 
     def _sweep(self) -> None:
+        """Delete the superseded segments whose grace time has passed."""
+        if not self._doomed:
+            return
         now = float(self._clock())  # type: ignore[operator]
-        segs = all_segments(self.directory, self.table)
-        for s in segs:
-            coverers = [o for o in segs if o.covers(s)]
-            if not coverers:
-                continue
-            with contextlib.suppress(FileNotFoundError):
-                if now - min(o.path.stat().st_mtime for o in coverers) >= GRACE_S:
-                    s.path.unlink()
+        keep = []
+        for seg, until in self._doomed:
+            if now < until:
+                keep.append((seg, until))
+            else:
+                seg.path.unlink(missing_ok=True)
+        self._doomed = keep
