@@ -58,6 +58,8 @@ def record(
         collector = LinuxCollector(procfs_root, sysfs_root, devices=devices or None,
                                    partitions=partitions, include_idle=include_idle)
         store = LiveStore.open(db)
+        if store.note:
+            err.print(f"note: {store.note}", markup=False)
         what = ", ".join(devices) if devices else "active devices"
 
         def started() -> None:

@@ -427,6 +427,8 @@ class Controller:
             # held, so `guarantee show` reads while the run goes on.
             if self._live is None:
                 self._live = live.LiveStore.open(self.cfg.db, family=live.Family.GUARANTEE)
+                if self._live.note:
+                    self.say(f"note: {self._live.note}")
             n = self._live.append_guarantee(frame)
         except Exception as exc:  # noqa: BLE001 - the guarantee must go on without its log
             if not self._warned_store or force:

@@ -104,6 +104,8 @@ class LiveStore:
                                                       GuaranteeFrame.empty().df)}
         self._known = known_devices
         self._first_seen = first_seen
+        #: Said once, when a store written by an earlier iogauge gets its live directory.
+        self.note: str | None = None
 
     @classmethod
     def open(cls, path: str | Path | None = None, *, family: Family = Family.SAMPLES
@@ -118,6 +120,7 @@ class LiveStore:
         if p.is_dir():
             raise StoreError(f"{p}: is a directory; --db takes a file")
         d = live_dir(p)
+        upgraded = p.exists() and not d.exists()
         try:
             d.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
@@ -134,6 +137,11 @@ class LiveStore:
             lock.release()
             raise
         store._known, store._first_seen = known, first
+        if upgraded:
+            store.note = (f"{p}: live writes now go to segments in {d}/ beside the DuckDB "
+                          "file, so analyze, report and export read while this runs; "
+                          "everything stored before stays where it was (an iogauge from "
+                          "before this change reads only that part)")
         return store
 
     def __enter__(self) -> LiveStore:
