@@ -21,6 +21,12 @@ that opens again with every committed batch and nothing of the batch in flight. 
 built under a temporary name and linked into place, so a crash while *creating* one cannot leave
 a half-initialised (unreadable) file at the requested path either.
 
+Live data: ``iogauge record`` and ``iogauge guarantee`` write through
+:class:`~iogauge.store.live.LiveStore`, which appends Parquet segments in ``<db>.live/``
+(:mod:`iogauge.store.segments`) and never holds this file after start-up; every read here
+(:meth:`Store.read`, :meth:`Store.count`, :meth:`Store.export_parquet`, devices, guarantee
+decisions) takes the table's rows and then the segments' rows, listed at the read.
+
 Data moves between polars and DuckDB as Arrow through the PyCapsule interface (no pyarrow, no
 row-by-row inserts). Timestamps are ``TIMESTAMPTZ`` and every connection runs with
 ``TimeZone = 'UTC'``, so ``ts`` comes back as ``Datetime("us", "UTC")``, identical to what went in.
@@ -314,8 +320,10 @@ def _open_error(path: Path, exc: BaseException, *, read_only: bool) -> StoreErro
 class Store:
     """An open iogauge DuckDB store. Create with :meth:`Store.open`; use as a context manager.
 
-    One process may hold a store open for writing; DuckDB's file lock keeps any other process
-    (reader or writer) out meanwhile, and :meth:`open` says so by name.
+    One process may hold the DuckDB file open for writing (an import); DuckDB's file lock keeps
+    any other process out meanwhile, :meth:`open` retries for a while and then says so by
+    name. Live writers (``record``, ``guarantee``) do not hold it: they append segments
+    (:class:`~iogauge.store.live.LiveStore`), which every read here includes.
     """
 
     def __init__(self, con: duckdb.DuckDBPyConnection, path: Path, *, read_only: bool) -> None:
@@ -339,8 +347,9 @@ class Store:
 
         Args:
             path: database file; parent directories are created when writing.
-            read_only: open without write access (never creates, never migrates). Still
-                needs the file unlocked: DuckDB does not let a reader in beside a writer.
+            read_only: open without write access (never creates, never migrates). A file
+                that another process holds for writing (an import; a live writer for the
+                moment it starts) is retried for :data:`READ_RETRY_S` seconds.
             threads: DuckDB worker threads (None: DuckDB's default, one per core).
 
         Raises:
