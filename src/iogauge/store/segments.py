@@ -7,17 +7,17 @@ DuckDB file after start-up: every flush becomes one Parquet file in ``<db>.live/
 under a temporary name, fsynced and renamed into place (readers see a whole flush or none of
 it; a ``kill -9`` leaves at most a stray temporary file). Readers (:class:`Store` opened
 read-only) read the DuckDB tables and these files together. The choice was measured
-(benchmarks/README.md, "Reading while recording"): a writer that opens the DuckDB file only
-to commit held it 118 ms median and 398 ms max per flush on a day of 20 devices, and a
-reader holding it open (4.4 s to read that day; a user's DuckDB session: for hours) blocked
-the writer.
+(benchmarks/README.md, ``store_live.py``): a writer that opens the DuckDB file only to
+commit held it 30-118 ms median and up to 398 ms per flush on a day of 20 devices (readers
+refused meanwhile), and a reader holding it (0.7-4.4 s to read that day; a user's DuckDB
+session: for hours) blocked the writer.
 
 Naming: ``<table>.<first>-<last>.parquet`` (12-digit flush numbers). A flush writes
-``n-n``; compaction (an LSM with fan-out :data:`FANOUT`, as Prometheus' TSDB and RocksDB
-merge blocks) merges the newest :data:`FANOUT` segments of one level into ``first-last`` of
-the next. A segment whose range another segment covers is *superseded*: readers skip it, and
-the writer deletes it :data:`GRACE_S` seconds later (a reader that listed it before the merge
-may still be reading it). ``<table>.000000000000-000000000000.parquet`` has no rows: it
+``n-n``; compaction (a log-structured merge with fan-out :data:`FANOUT`) merges the newest
+:data:`FANOUT` segments of one level into ``first-last`` of the next. A segment whose range
+another segment covers is *superseded*: readers skip it, and the writer deletes it
+:data:`GRACE_S` seconds later (a reader that listed it before the merge may still be reading
+it). ``<table>.000000000000-000000000000.parquet`` has no rows: it
 gives a glob in a plain DuckDB view something to match and the column types.
 """
 
