@@ -29,6 +29,7 @@ import math
 import os
 import re
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -109,11 +110,11 @@ def glob_sql(directory: Path, table: str) -> str:
     return "'" + text.replace("'", "''") + "'"
 
 
-def _write_atomically(path: Path, write: object) -> None:
+def _write_atomically(path: Path, write: Callable[[Path], object]) -> None:
     """Run ``write(tmp)``, fsync ``tmp``, rename it to ``path``, fsync the directory."""
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
-        write(tmp)  # type: ignore[operator]
+        write(tmp)
         fd = os.open(tmp, os.O_RDONLY)
         try:
             os.fsync(fd)
@@ -167,7 +168,7 @@ class SegmentLog:
     """The writer's side of one table's segments (the caller holds the :class:`WriterLock`)."""
 
     def __init__(self, directory: Path, table: str, empty: pl.DataFrame,
-                 clock: object = time.time) -> None:
+                 clock: Callable[[], float] = time.time) -> None:
         self.directory = directory
         self.table = table
         self._clock = clock
@@ -179,7 +180,7 @@ class SegmentLog:
         #: Live segments, oldest first, kept in step with the directory by this writer.
         self._live = _split([s for s in segs if s.last > 0])[0]
         #: Superseded segments and when they may go (a crash's leftovers: after the grace).
-        now = float(clock())  # type: ignore[operator]
+        now = clock()
         self._doomed = [(s, now + GRACE_S) for s in _split(segs)[1]]
 
     def write(self, df: pl.DataFrame) -> Path:
@@ -209,7 +210,7 @@ class SegmentLog:
             merged = self._merge(tail)
             del self._live[-FANOUT:]
             self._live.append(merged)
-            until = float(self._clock()) + GRACE_S  # type: ignore[operator]
+            until = self._clock() + GRACE_S
             self._doomed.extend((s, until) for s in tail)
         self._sweep()
 
@@ -230,7 +231,7 @@ class SegmentLog:
         """Delete the superseded segments whose grace time has passed."""
         if not self._doomed:
             return
-        now = float(self._clock())  # type: ignore[operator]
+        now = self._clock()
         keep = []
         for seg, until in self._doomed:
             if now < until:

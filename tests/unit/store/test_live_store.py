@@ -153,3 +153,21 @@ def test_a_second_writer_is_refused_by_name_and_pid(tmp_path: Path) -> None:
         holder.wait(timeout=30)
     LiveStore.open(db).close()  # the lock went with the process
     assert (live_dir(db) / "samples.lock").exists()
+
+
+def test_merged_inputs_go_after_the_grace_time_only(tmp_path: Path) -> None:
+    from iogauge.store.segments import GRACE_S, SegmentLog, all_segments, live_segments
+
+    now = [1000.0]
+    log = SegmentLog(tmp_path, "samples", SampleFrame.empty().df, clock=lambda: now[0])
+    for i in range(FANOUT):
+        log.write(_frame(i, 1).df)
+    assert len(all_segments(tmp_path, "samples")) == 1 + FANOUT + 1  # empty, inputs, merge
+    now[0] += GRACE_S - 1
+    log.write(_frame(FANOUT, 1).df)
+    assert len(all_segments(tmp_path, "samples")) == 1 + FANOUT + 2  # a reader may read them
+    now[0] += 2
+    log.write(_frame(FANOUT + 1, 1).df)
+    names = [(s.first, s.last) for s in all_segments(tmp_path, "samples")]
+    assert names == [(0, 0), (1, FANOUT), (FANOUT + 1, FANOUT + 1), (FANOUT + 2, FANOUT + 2)]
+    assert [(s.first, s.last) for s in live_segments(tmp_path, "samples")] == names[1:]
