@@ -18,6 +18,7 @@ Usage::
 
     .venv/bin/python benchmarks/collector_overhead.py              # ~65 s
     .venv/bin/python benchmarks/collector_overhead.py --seconds 300 sda nvme0n1
+    .venv/bin/python benchmarks/collector_overhead.py --baseline /work/main/.venv/bin/iogauge
 
 Prints one row per command: CPU ms in the window, ms per sample, % of one core, and the
 ratio to ``iostat -x 1`` (per sample and per second). ``--check`` exits 1 when ``iogauge
@@ -94,7 +95,7 @@ def record_available(iogauge: str) -> bool:
 
 
 def build(iogauge: str, tmp: Path, devices: list[str], run_s: float,
-          have_record: bool) -> list[Proc]:
+          have_record: bool, baseline: str | None = None) -> list[Proc]:
     procs: list[Proc] = []
     if have_record:
         for iv, tag in ((1.0, "1"), (0.1, "0.1")):
@@ -102,6 +103,11 @@ def build(iogauge: str, tmp: Path, devices: list[str], run_s: float,
                 f"iogauge record -i {tag}", iv,
                 [iogauge, "record", "--db", str(tmp / f"record-{tag}.duckdb"),
                  "--interval", tag, "--duration", f"{run_s:.0f}", *devices]))
+            if baseline:  # another build's record (e.g. main's), same devices, same window
+                procs.append(Proc(
+                    f"baseline record -i {tag}", iv,
+                    [baseline, "record", "--db", str(tmp / f"baseline-{tag}.duckdb"),
+                     "--interval", tag, "--duration", f"{run_s:.0f}", *devices]))
     procs.append(Proc("iogauge iostat --json -i 1" + ("" if have_record else
                                                       "  [STAND-IN for record]"), 1.0,
                       [iogauge, "iostat", "--json", "--interval", "1", *devices]))
@@ -129,7 +135,7 @@ def run(args: argparse.Namespace) -> int:
     run_s = args.warmup + args.seconds + 10  # they outlive the window; stopped after it
     with tempfile.TemporaryDirectory(prefix="iogauge-bench-") as tmpdir:
         tmp = Path(tmpdir)
-        procs = build(iogauge, tmp, args.devices, run_s, have_record)
+        procs = build(iogauge, tmp, args.devices, run_s, have_record, args.baseline)
         try:
             t_start = time.monotonic()
             for i, p in enumerate(procs):
@@ -222,6 +228,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--warmup", type=float, default=3.0,
                     help="seconds after start before the first reading (default 3)")
     ap.add_argument("--iogauge", help="iogauge executable (default: next to this python)")
+    ap.add_argument("--baseline", help="another iogauge executable whose `record` runs beside "
+                    "this one's (e.g. /work/main/.venv/bin/iogauge: before/after in one run)")
     ap.add_argument("--check", action="store_true",
                     help=f"exit 1 if record at 1 s uses >= {TARGET_PCT} %% of one core")
     args = ap.parse_args(argv)

@@ -53,3 +53,7 @@ class BinaryFormatError(InputFormatError):
 
 class StoreError(IogaugeError):
     """The embedded store cannot be opened, written or read."""
+
+
+class StoreBusyError(StoreError):
+    """Another process holds the store: a second writer, or DuckDB's file lock."""

@@ -39,9 +39,11 @@ def record(
     Example: `iogauge record --interval 1 --duration 3600 sda nvme0n1`
     or `iogauge record --db /var/lib/iogauge/night.duckdb` (stop: Ctrl-C).
 
-    Samples are committed in one transaction every --flush seconds, so a
-    crash or `kill -9` loses at most that much and the file always opens
-    again. SIGINT and SIGTERM finish the current sample, commit, and exit 0
+    Samples are committed every --flush seconds as one segment file in
+    <db>.live/, so a crash or `kill -9` loses at most that much and the store
+    always opens again. analyze, report and export --db read the store while
+    it records, up to the last flush; a second record on the same store is
+    refused. SIGINT and SIGTERM finish the current sample, commit, and exit 0
     with a one-line summary on stderr. Device metadata (model, rotational,
     scheduler, ...) is stored too. Collector warnings (a device appeared or
     vanished, a malformed line) go to stderr and recording continues.
@@ -50,12 +52,14 @@ def record(
     # DuckDB
     from iogauge.collector.linux import LinuxCollector
     from iogauge.collector.recorder import Recorder
-    from iogauge.store.duckdb_store import Store
+    from iogauge.store.live import LiveStore
 
     with user_errors():
         collector = LinuxCollector(procfs_root, sysfs_root, devices=devices or None,
                                    partitions=partitions, include_idle=include_idle)
-        store = Store.open(db, threads=1)
+        store = LiveStore.open(db)
+        if store.note:
+            err.print(f"note: {store.note}", markup=False)
         what = ", ".join(devices) if devices else "active devices"
 
         def started() -> None:

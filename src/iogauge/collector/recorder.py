@@ -4,8 +4,9 @@ Per sample the recorder only calls ``collector.sample()`` and appends the result
 (plain Python and numpy: no polars, no DuckDB), because recording at a 1 s interval must cost
 well under 0.5 % of one core. Every ``flush_s`` seconds of *data* (at most
 :data:`MAX_FLUSH_S`) the buffered results become one SampleFrame in a single vectorised build
-and one store transaction. So a ``kill -9`` loses at most the samples of the batch in
-progress, and the file stays readable (DuckDB commits are atomic).
+and one store write (with ``iogauge record``: one segment file of
+:class:`~iogauge.store.live.LiveStore`, renamed into place whole). So a ``kill -9`` loses at
+most the samples of the batch in progress, and the store stays readable.
 
 SIGINT, SIGTERM and SIGHUP only set a flag. A sample in progress is finished; a signal that arrives
 while the recorder sleeps until the next sample ends the sleep at once. Then the buffer is
@@ -27,7 +28,7 @@ from typing import Protocol
 from iogauge.collector.linux import IntervalResult, frame_from_results, iso_utc
 from iogauge.errors import StoreError
 from iogauge.model.device import DeviceInfo
-from iogauge.store.duckdb_store import Store
+from iogauge.model.sampleframe import SampleFrame
 from iogauge.timing import paced
 
 #: Longest span of samples the recorder keeps uncommitted (the loss bound of a kill -9).
@@ -47,6 +48,22 @@ class SampleSource(Protocol):
     def sample(self) -> IntervalResult: ...
 
     def device_info(self) -> dict[str, DeviceInfo]: ...
+
+
+class SampleSink(Protocol):
+    """Where the recorder commits: a :class:`~iogauge.store.live.LiveStore` (``record``) or a
+    writable :class:`~iogauge.store.duckdb_store.Store`."""
+
+    path: Path
+
+    @property
+    def closed(self) -> bool: ...
+
+    def append(self, frame: SampleFrame) -> int: ...
+
+    def append_devices(self, host: str, devices: dict[str, DeviceInfo]) -> int: ...
+
+    def close(self) -> None: ...
 
 
 @dataclass
@@ -112,7 +129,7 @@ class Recorder:
         monotonic: clock for pacing and flush timing (injectable for tests).
     """
 
-    def __init__(self, collector: SampleSource, store: Store, *, interval_s: float = 1.0,
+    def __init__(self, collector: SampleSource, store: SampleSink, *, interval_s: float = 1.0,
                  flush_s: float = MAX_FLUSH_S, duration_s: float | None = None,
                  on_message: Callable[[str], None] | None = None,
                  on_start: Callable[[], None] | None = None,

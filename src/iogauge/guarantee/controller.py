@@ -28,6 +28,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from iogauge.guarantee import GuaranteeError
 from iogauge.guarantee.actuators import (
@@ -51,6 +52,9 @@ from iogauge.guarantee.policy import (
 )
 from iogauge.guarantee.safety import LimitGuard, RestoreReport, StateFile, restore_state
 from iogauge.model.guaranteeframe import GuaranteeFrame
+
+if TYPE_CHECKING:
+    from iogauge.store.live import LiveStore
 
 #: Most decisions kept in memory while the store cannot be written (about a day at 1 s).
 MAX_BUFFERED = 100_000
@@ -141,6 +145,7 @@ class Controller:
         self._buffer: list[dict[str, object]] = []
         self._last_flush = monotonic()
         self._warned_store = False
+        self._live: LiveStore | None = None
         self._reload_floors = reload_floors
         self._reload = threading.Event()
         self._floors_lock = threading.Lock()
@@ -282,6 +287,8 @@ class Controller:
                         self.say(line)
                 summary.recorded += self._flush(force=True)
             finally:
+                if self._live is not None:
+                    self._live.close()
                 self.state.unlock()
         return summary
 
@@ -412,12 +419,17 @@ class Controller:
         if not force and now - self._last_flush < self.cfg.flush_s:
             return 0
         self._last_flush = now
-        from iogauge.store.duckdb_store import Store  # noqa: PLC0415 - duckdb only when recording
+        from iogauge.store import live  # noqa: PLC0415 - duckdb only when recording
 
         try:
             frame = GuaranteeFrame.from_records(self._buffer)
-            with Store.open(self.cfg.db, threads=1) as store:
-                n = store.append_guarantee(frame)
+            # Opened once and kept: the writer lock of the decisions, and no DuckDB file
+            # held, so `guarantee show` reads while the run goes on.
+            if self._live is None:
+                self._live = live.LiveStore.open(self.cfg.db, family=live.Family.GUARANTEE)
+                if self._live.note:
+                    self.say(f"note: {self._live.note}")
+            n = self._live.append_guarantee(frame)
         except Exception as exc:  # noqa: BLE001 - the guarantee must go on without its log
             if not self._warned_store or force:
                 self.say(f"warning: decisions not recorded yet ({len(self._buffer)} kept in "

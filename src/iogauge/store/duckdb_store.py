@@ -21,6 +21,12 @@ that opens again with every committed batch and nothing of the batch in flight. 
 built under a temporary name and linked into place, so a crash while *creating* one cannot leave
 a half-initialised (unreadable) file at the requested path either.
 
+Live data: ``iogauge record`` and ``iogauge guarantee`` write through
+:class:`~iogauge.store.live.LiveStore`, which appends Parquet segments in ``<db>.live/``
+(:mod:`iogauge.store.segments`) and never holds this file after start-up; every read here
+(:meth:`Store.read`, :meth:`Store.count`, :meth:`Store.export_parquet`, devices, guarantee
+decisions) takes the table's rows and then the segments' rows, listed at the read.
+
 Data moves between polars and DuckDB as Arrow through the PyCapsule interface (no pyarrow, no
 row-by-row inserts). Timestamps are ``TIMESTAMPTZ`` and every connection runs with
 ``TimeZone = 'UTC'``, so ``ts`` comes back as ``Datetime("us", "UTC")``, identical to what went in.
@@ -37,6 +43,7 @@ import dataclasses
 import os
 import re
 import secrets
+import time
 import types
 import typing
 from collections.abc import Iterable, Mapping, Sequence
@@ -48,12 +55,13 @@ import duckdb
 import polars as pl
 
 from iogauge import __version__
-from iogauge.errors import SchemaError, StoreError
+from iogauge.errors import SchemaError, StoreBusyError, StoreError
 from iogauge.fsutil import fsync_dir
 from iogauge.model.device import DeviceInfo
 from iogauge.model.guaranteeframe import GUARANTEE_COLUMNS, GuaranteeFrame
 from iogauge.model.sampleframe import SAMPLE_COLUMNS, SampleFrame
 from iogauge.model.waitevents import WAIT_COLUMNS, WaitEventFrame
+from iogauge.store.segments import live_dir, live_segments
 
 #: Version of the table layout. Bump it when a change is not a pure column addition.
 STORE_SCHEMA_VERSION = 1
@@ -288,11 +296,11 @@ def _open_error(path: Path, exc: BaseException, *, read_only: bool) -> StoreErro
     if "Could not set lock" in msg or "Conflicting lock" in msg:
         m = _LOCK_RE.search(msg)
         holder = f" (PID {m['pid']}, {m['prog']})" if m else ""
-        return StoreError(
+        return StoreBusyError(
             f"{path}: the database is locked by another process{holder}. DuckDB lets one "
-            "process open a database file for writing and no other process read it "
-            "meanwhile: stop that process (e.g. a running `iogauge record`) or use another "
-            "--db.")
+            "process open a database file for writing and no other process open it "
+            "meanwhile; `iogauge record` and `guarantee` hold it only while starting, "
+            "`iogauge import` for the whole import: wait for it or use another --db.")
     if "not a valid DuckDB database" in msg:
         return StoreError(f"{path}: not a DuckDB database (the file exists but does not start "
                           "with a DuckDB header); check --db")
@@ -312,8 +320,10 @@ def _open_error(path: Path, exc: BaseException, *, read_only: bool) -> StoreErro
 class Store:
     """An open iogauge DuckDB store. Create with :meth:`Store.open`; use as a context manager.
 
-    One process may hold a store open for writing; DuckDB's file lock keeps any other process
-    (reader or writer) out meanwhile, and :meth:`open` says so by name.
+    One process may hold the DuckDB file open for writing (an import); DuckDB's file lock keeps
+    any other process out meanwhile, :meth:`open` retries for a while and then says so by
+    name. Live writers (``record``, ``guarantee``) do not hold it: they append segments
+    (:class:`~iogauge.store.live.LiveStore`), which every read here includes.
     """
 
     def __init__(self, con: duckdb.DuckDBPyConnection, path: Path, *, read_only: bool) -> None:
@@ -337,8 +347,9 @@ class Store:
 
         Args:
             path: database file; parent directories are created when writing.
-            read_only: open without write access (never creates, never migrates). Still
-                needs the file unlocked: DuckDB does not let a reader in beside a writer.
+            read_only: open without write access (never creates, never migrates). A file
+                that another process holds for writing (an import; a live writer for the
+                moment it starts) is retried for :data:`READ_RETRY_S` seconds.
             threads: DuckDB worker threads (None: DuckDB's default, one per core).
 
         Raises:
@@ -359,7 +370,7 @@ class Store:
                 raise StoreError(f"{p}: cannot create directory {p.parent}: "
                                  f"{exc.strerror or exc}") from exc
             _create_atomically(p, threads)
-        con = _connect(p, read_only=read_only, threads=threads)
+        con = _connect_retrying(p, read_only=read_only, threads=threads)
         try:
             store = cls(con, p, read_only=read_only)
         except duckdb.Error as exc:
@@ -563,11 +574,13 @@ class Store:
                 "SELECT count(*) FROM information_schema.tables WHERE table_schema = 'main' "
                 "AND table_catalog = current_database() AND table_name = ?",
                 [GUARANTEE_TABLE]).fetchall()[0][0]
-            if not exists:
+            source = self._with_segments(
+                GUARANTEE_TABLE, f"SELECT * FROM {GUARANTEE_TABLE}" if exists else None)
+            if source is None:
                 return GuaranteeFrame.empty()
             cols = ", ".join(_q(n) for n, _t, _r in GUARANTEE_TABLE_COLUMNS)
             where, params = ("", []) if run_id is None else (" WHERE run_id = ?", [run_id])
-            capsule = con.sql(f"SELECT {cols} FROM {GUARANTEE_TABLE}{where} ORDER BY ts",
+            capsule = con.sql(f"SELECT {cols} FROM {source} AS g{where} ORDER BY ts",
                               params=params).__arrow_c_stream__()
             df = pl.DataFrame(_ArrowStream(capsule=capsule))
         except duckdb.Error as exc:
@@ -659,10 +672,15 @@ class Store:
         cols = ", ".join(_q(n) if n in self._device_present else
                          f"CAST(NULL AS {t}) AS {_q(n)}" for n, t, _r in DEVICE_TABLE_COLUMNS)
         where, params = (" WHERE host = ?", [host]) if host is not None else ("", [])
-        sql = (f"SELECT {cols} FROM {DEVICES_TABLE}{where} ORDER BY host, name"
-               if self._device_present else f"SELECT {cols} LIMIT 0")
+        names = ", ".join(_q(n) for n, _t, _r in DEVICE_TABLE_COLUMNS)
+        source = self._with_segments(
+            DEVICES_TABLE, f"SELECT {cols} FROM {DEVICES_TABLE}" if self._device_present else None)
+        # A live writer appends a device's whole row again when it changes: the last wins.
+        sql = (f"SELECT {names} FROM {source} AS d{where} QUALIFY row_number() OVER (PARTITION "
+               "BY host, name ORDER BY changed DESC) = 1 ORDER BY host, name"
+               if source is not None else f"SELECT {cols} LIMIT 0")
         try:
-            capsule = con.sql(sql, params=params if self._device_present else []
+            capsule = con.sql(sql, params=params if source is not None else []
                               ).__arrow_c_stream__()
             return pl.DataFrame(_ArrowStream(capsule=capsule))
         except duckdb.Error as exc:
@@ -670,7 +688,7 @@ class Store:
 
     def count(self) -> int:
         """Number of sample rows."""
-        row = self._scalar(f"SELECT count(*) FROM {SAMPLES_TABLE}")
+        row = self._scalar(f"SELECT count(*) FROM ({self._select(None, None, None, None)[0]})")
         return int(str(row)) if row is not None else 0
 
     def schema_version(self) -> int:
@@ -754,7 +772,24 @@ class Store:
             where.append("ts <= ?")
             params.append(hi)
         clause = f" WHERE {' AND '.join(where)}" if where else ""
-        return f"SELECT {cols} FROM {SAMPLES_TABLE}{clause}", params
+        columns = ", ".join(_q(n) for n, _t, _r in SAMPLE_TABLE_COLUMNS)
+        source = self._with_segments(SAMPLES_TABLE, f"SELECT {cols} FROM {SAMPLES_TABLE}")
+        if source is None:  # not reached: every store has a samples table
+            raise StoreError(f"{self.path}: no {SAMPLES_TABLE} table")
+        return f"SELECT {columns} FROM {source} AS s{clause}", params
+
+    def _with_segments(self, table: str, table_sql: str | None) -> str | None:
+        """A parenthesised query of ``table``'s rows (``table_sql``; None: no such table)
+        followed by those of its live segments (:mod:`iogauge.store.segments`), listed now:
+        a reader sees everything up to the writer's last flush."""
+        files = [str(s.path) for s in live_segments(live_dir(self.path), table)]
+        parts = [] if table_sql is None else [table_sql]
+        if files:
+            names = ", ".join("'" + f.replace("'", "''") + "'" for f in files)
+            parts.append(f"SELECT * FROM read_parquet([{names}], union_by_name = true)")
+        if not parts:
+            return None
+        return "(" + " UNION ALL BY NAME ".join(parts) + ")"
 
     def _prepare_schema(self) -> None:
         """Check (and, when writable, create or extend) the tables against the model."""
@@ -1178,6 +1213,26 @@ def _connect(path: Path, *, read_only: bool, threads: int | None) -> duckdb.Duck
         raise StoreError(f"{path}: cannot set the session time zone to UTC: "
                          f"{_first_line(exc)}") from exc
     return con
+
+
+#: Seconds a reader (read-only open) retries while another process holds the DuckDB file
+#: (a live writer starting, about 0.1 s; an import, for its length); a writer retries
+#: :data:`WRITE_RETRY_S` (a reader reading, usually well under a second).
+READ_RETRY_S = 10.0
+WRITE_RETRY_S = 3.0
+
+
+def _connect_retrying(path: Path, *, read_only: bool,
+                      threads: int | None) -> duckdb.DuckDBPyConnection:
+    """:func:`_connect`, retried every 20 ms while the file is held by another process."""
+    deadline = time.monotonic() + (READ_RETRY_S if read_only else WRITE_RETRY_S)
+    while True:
+        try:
+            return _connect(path, read_only=read_only, threads=threads)
+        except StoreBusyError:
+            if time.monotonic() >= deadline:
+                raise
+            time.sleep(0.02)
 
 
 def _create_schema(con: duckdb.DuckDBPyConnection) -> None:
