@@ -642,9 +642,11 @@ class PaperPolicy:
         p = self.params
         total = obs.iops
         util = None if obs.util_pct is None else _iostat_round(obs.util_pct)
-        if util is None or total <= 0:
-            return self._decision("idle", "no I/O completed (or no %util): busy_per_iops is "
-                                  "undefined; limits kept")
+        if util is None or total <= 0 or util <= 0:
+            # util 0 with I/O done (a short interval on an almost idle device: the kernel
+            # counts busy time in whole ms) gives busy_per_iops 0, no proportion to use.
+            return self._decision("idle", "no I/O completed, or no busy time (or no %util): "
+                                  "busy_per_iops is undefined; limits kept")
         bpi = util / total
         self.bpi = bpi
         full = util >= p.full_util_pct
@@ -792,7 +794,9 @@ class _UtilCosts:
         self.single = self.su / self.sn if self.sn > 0 else self.single
 
     def costs(self) -> tuple[float, float] | None:
-        if self.single is None:
+        # No busy time seen yet (I/O done, %util 0: an almost idle device whose kernel
+        # counts busy time in whole ms): no cost to divide a budget by.
+        if self.single is None or self.single <= 0:
             return None
         srr, sww, srw, sru, swu = self.s
         det = srr * sww - srw * srw

@@ -529,3 +529,21 @@ def test_a_short_by_counting_noise_is_not_a_miss() -> None:
         policy.step(obs(11, 10))
     assert not policy.step(obs(10, 9)).a_miss  # 19 of 21 on a saturated device
     assert policy.step(obs(9, 8)).a_miss  # 17: short by more than one I/O per direction
+
+
+@pytest.mark.parametrize("name", ["paper", "adaptive"])
+@pytest.mark.parametrize("parallel", [False, True])
+def test_io_without_busy_time_is_no_crash(name: str, parallel: bool) -> None:
+    """An almost idle device: I/O completed but %util 0 (the kernel counts busy time in
+    whole ms). Both policies divided by a busy per I/O of 0 (ZeroDivisionError on an idle
+    vda); they must hold their limits instead."""
+    t = Targets(protected={"A": 50.0}, throttled=("B",), device_parallel=parallel)
+    policy = make_policy(name, t)
+    for i in range(40):
+        b = 5.0 if i % 3 else 0.0
+        util = 3.0 if (i % 2 and name == "paper") else 0.0
+        d = policy.step(Observation(1.0, util, b, 0.0,
+                                    {"A": GroupObservation(0.0, 0.0, 0.0),
+                                     "B": GroupObservation(b, 0.0, None)},
+                                    await_ms=0.0, aqu_sz=0.0))
+        assert set(d.limits) == {"B"}
