@@ -437,8 +437,9 @@ def decide(name: str, kind: str, info: DeviceInfo | None, capability: Capability
            points: Points | None, seq_pct: float | None,
            override: ServiceModel | None = None) -> ServiceDecision:
     """The service model of one device: ``--media``, then ``--profile``, then the data's
-    strong signals, then medium ones unless a label of more weight disagrees, then the
-    labels. Never raises."""
+    direct signals, then its strong ones, then medium ones unless a label of more weight
+    disagrees, then the labels (a hint never decides); weak signals only where nothing else
+    says anything and two or more agree. Never raises."""
     label, label_strength, label_why = label_prior(name, kind, info, capability)
     signals = data_signals(points, seq_pct) if points is not None and points.size else []
     label_sig = Signal("label", label, label_strength, label_why)
