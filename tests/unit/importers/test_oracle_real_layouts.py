@@ -152,6 +152,22 @@ def test_a_snapshot_line_in_a_top_table_is_no_event() -> None:
     assert not any("Begin Snap" in str(r) for r in lenient_w)
 
 
+def test_a_heading_in_file_io_stats_is_no_file() -> None:
+    """Found by the property above in CI: the Load Average block's heading pasted into File
+    IO Stats read as tablespace 'Begin', file 'End  %User  %System ...'."""
+    path = FIXTURES / "awr" / "awr_112_config5-1-1_hdd_cache1024m.txt"
+    lines = path.read_bytes().split(b"\n")
+    sys_at = next(i for i, ln in enumerate(lines) if ln.startswith(b"SYSTEM ") and b"/" in ln)
+    at = next(i for i, ln in enumerate(lines) if ln.startswith(b"UNDOTBS1 ") and b"/" in ln)
+    heading = b"               Begin       End     %User   %System      %WIO     %Idle"
+    data = b"\n".join([*lines[:sys_at + 2], b"~~~~~~~~         Load Average",
+                       *lines[sys_at + 2:at + 1], heading, *lines[at + 1:]])
+    strict_w, strict_f, _ = rows(path, path.read_bytes(), lenient=False)
+    _, lenient_f, _ = rows(path, data, lenient=True)
+    assert lenient_f <= strict_f
+    assert not any("%User" in str(r) for r in lenient_f)
+
+
 def test_operating_system_statistics_become_host_cpu_columns() -> None:
     df = import_file(SOE).frame.df
     # BUSY 20,194 + IDLE 100,006 cs; the report's Host CPU block: %User 9.4, %System 6.8,

@@ -76,6 +76,9 @@ _EVENT_RE = re.compile(r"^[A-Za-z]")
 _NOT_EVENT_RE = re.compile(r"\b\d{1,2}-[A-Za-z]{3}-\d{2,4}\b|\b\d{1,2}:\d{2}:\d{2}\b")
 #: a tablespace name: an Oracle identifier (letters, digits, _ $ #; the first a letter)
 _TABLESPACE_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_$#]*")
+#: what no data file name holds: a '%' or a run of spaces (a column heading such as
+#: "Begin       End     %User   %System" pasted into File IO Stats is no file)
+_NOT_FILENAME_RE = re.compile(r"%|\s{2,}")
 #: a wait row carries at least one of these (CPU rows only a time)
 WAIT_FIGURES = ("waits", "time_waited_s", "avg_wait_ms", "pct_db_time")
 

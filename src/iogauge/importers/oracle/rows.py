@@ -13,6 +13,7 @@ from typing import Any, Protocol
 from iogauge.importers.oracle.grammar import (
     _EVENT_RE,
     _NOT_EVENT_RE,
+    _NOT_FILENAME_RE,
     _TABLESPACE_RE,
     DEFAULT_BLOCK_BYTES,
     WAIT_FIGURES,
@@ -127,6 +128,9 @@ class _Ctx:
         device = cells[keys.index("filename")] if kind == "file" else tsname
         if not device:
             raise _BadLine(line1, f"{table.title}: no file name")
+        if kind == "file" and _NOT_FILENAME_RE.search(device):
+            raise _BadLine(line1, f"{table.title}: {device!r} is not a file name (a line of "
+                           "another block?)")
         dev_kind = "datafile" if kind == "file" else "tablespace"
 
         def get(stat: str) -> Decimal | None:

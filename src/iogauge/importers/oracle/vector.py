@@ -16,6 +16,7 @@ from iogauge.importers.oracle.grammar import (
     _EVENT_RE,
     _FILE_SCHEMA,
     _NOT_EVENT_RE,
+    _NOT_FILENAME_RE,
     _TABLESPACE_RE,
     DEFAULT_BLOCK_BYTES,
     WAIT_FIGURES,
@@ -279,6 +280,8 @@ def _file_frame(out: _Out) -> pl.DataFrame | None:
         tsname = pl.when(own != "").then(own).forward_fill().over("_tid")
         device = pl.col(f"c{keys.index('filename')}") if kind == "file" else tsname
         odd: list[pl.Expr] = [tsname.is_null(), device.is_null() | (device == ""),
+                              device.str.contains(_NOT_FILENAME_RE.pattern).fill_null(False)
+                              & pl.lit(kind == "file"),
                               ~tsname.str.contains(_TABLESPACE_RE.pattern + "$").fill_null(True),
                               pl.lit("pdbname" in keys)]  # (container names: rows._Ctx)
         vals: dict[str, pl.Expr] = {}
