@@ -162,7 +162,7 @@ def test_a_heading_in_file_io_stats_is_no_file() -> None:
     heading = b"               Begin       End     %User   %System      %WIO     %Idle"
     data = b"\n".join([*lines[:sys_at + 2], b"~~~~~~~~         Load Average",
                        *lines[sys_at + 2:at + 1], heading, *lines[at + 1:]])
-    strict_w, strict_f, _ = rows(path, path.read_bytes(), lenient=False)
+    _, strict_f, _ = rows(path, path.read_bytes(), lenient=False)
     _, lenient_f, _ = rows(path, data, lenient=True)
     assert lenient_f <= strict_f
     assert not any("%User" in str(r) for r in lenient_f)
