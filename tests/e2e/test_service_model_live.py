@@ -2,10 +2,10 @@
 fio sweeps the queue depth, then `iogauge analyze --db --json`, nothing about the device
 told to iogauge.
 
-* This machine's root disk (a file on it): a virtio disk says queue/rotational = 1 over
-  flash; the samples must say parallel, and the latency-knee maximum must be within +-25 %
-  of fio's best IOPS. Skipped where the root disk is a real spindle (fio's queue-depth-1
-  random reads then stay under a spindle's ~200 IOPS).
+* This machine's root disk (a file on it, queue depths 1 to 128): a virtio disk says
+  queue/rotational = 1 over flash; the samples must say parallel, and the latency-knee
+  maximum must be within +-25 % of fio's best IOPS. Skipped where the root disk is a real
+  spindle (fio's queue-depth-1 random reads then stay under a spindle's ~200 IOPS).
 * The lab's ``ssd`` model as a plain loop device: what the kernel sees of it (the
   emulator's limits make it one server on this machine), and never a spindle.
 * The lab's ``raid`` model ([Oe]'s RAID-5 of six spindles) as a plain loop device: the
@@ -41,8 +41,11 @@ from iogauge.lab import device as lab
 
 pytestmark = [pytest.mark.slow, pytest.mark.root]
 
-#: Queue depths of the sweep and seconds each.
-DEPTHS = (1, 4, 16, 64)
+#: Queue depths of the sweep and seconds each. 128 beyond the issue's 1/4/16/64: at 64 this
+#: VM's disk still gained (fio 124,501 IOPS in one CI-like run, where the latency curve's
+#: asymptote said 156,258: +25.5 %); at 128 fio's best comes near the device's limit
+#: (132,285 and 146,429 against estimates of 142,546 and 154,585 here).
+DEPTHS = (1, 4, 16, 64, 128)
 STEP_S = 8
 #: The issue's tolerance on the latency-knee maximum against fio's best.
 ROOT_MAX_REL = 0.25
