@@ -37,6 +37,8 @@ from tests.helpers.system import (
     require_tools,
 )
 
+from iogauge.guarantee import GuaranteeError
+from iogauge.guarantee.actuators import resolve_device
 from iogauge.lab import device as lab
 
 pytestmark = [pytest.mark.slow, pytest.mark.root]
@@ -89,22 +91,19 @@ def _show(report: dict[str, Any]) -> None:
 
 
 def _block_device_of(path: Path) -> str | None:
-    """The whole disk under ``path``'s file system, or None (tmpfs, overlay, ...)."""
+    """The whole disk under ``path``'s file system (the guarantee's own resolution:
+    partition -> disk; a dm device over one disk -> that disk), or None (tmpfs, overlay,
+    an array)."""
     st = path.stat()  # st_dev: the file system's device
-    sysdev = Path(f"/sys/dev/block/{os.major(st.st_dev)}:{os.minor(st.st_dev)}")
-    if not sysdev.exists():
-        return None
-    node = sysdev.resolve()
-    if (node / "partition").exists():
-        node = node.parent
-    slaves = list((node / "slaves").iterdir()) if (node / "slaves").is_dir() else []
-    if slaves:  # dm/md over one disk: judge the disk
-        if len(slaves) != 1:
+    try:
+        dev = resolve_device(f"{os.major(st.st_dev)}:{os.minor(st.st_dev)}")
+        if len(dev.info.slaves) > 1:
             return None
-        node = slaves[0].resolve()
-        if (node / "partition").exists():
-            node = node.parent
-    return node.name
+        if dev.info.slaves:
+            dev = resolve_device(dev.info.slaves[0])
+    except GuaranteeError:
+        return None
+    return dev.disk
 
 
 @contextmanager

@@ -178,11 +178,6 @@ class ServiceDecision:
         return self.model is ServiceModel.ONE_AT_A_TIME
 
     @property
-    def phrase(self) -> str:
-        """The model as a predicate: ``serves requests in parallel``."""
-        return _PHRASE[self.model]
-
-    @property
     def short(self) -> str:
         """``parallel (data)``: for a table column."""
         return f"{self.model} ({self.decided_by})"

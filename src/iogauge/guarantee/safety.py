@@ -31,7 +31,6 @@ discarded with a note, never replayed onto re-created cgroups.
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import json
 import os
 from collections.abc import Sequence
@@ -40,7 +39,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, cast
 
-from iogauge.fsutil import fsync_dir
+from iogauge.fsutil import fsync_dir, lock_with_pid
 from iogauge.guarantee import GuaranteeError
 from iogauge.guarantee.actuators import IO_KEYS, DevNum, Hierarchy, IoKey
 from iogauge.guarantee.actuators.cgroup_v1 import CgroupV1
@@ -144,18 +143,11 @@ class StateFile:
             raise GuaranteeError(f"cannot create {self.lock_path}: {exc.strerror or exc}"
                                  " (iogauge guarantee needs root, or pass --state PATH)"
                                  ) from exc
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            try:
-                holder = os.pread(fd, 32, 0).decode(errors="replace").strip() or "?"
-            finally:
-                os.close(fd)
+        holder = lock_with_pid(fd)
+        if holder is not None:
             raise GuaranteeError(f"{self.path} is in use by a running iogauge guarantee (pid "
                                  f"{holder}); stop it with SIGTERM (it restores its limits) "
-                                 "or use another --state") from None
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+                                 "or use another --state")
         self._lock_fd = fd
 
     def unlock(self) -> None:

@@ -24,7 +24,6 @@ gives a glob in a plain DuckDB view something to match and the column types.
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import math
 import os
 import re
@@ -36,7 +35,7 @@ from pathlib import Path
 import polars as pl
 
 from iogauge.errors import StoreBusyError, StoreError
-from iogauge.fsutil import fsync_dir
+from iogauge.fsutil import fsync_dir, lock_with_pid
 
 LIVE_SUFFIX = ".live"
 #: Segments of one level merged into one of the next.
@@ -145,17 +144,12 @@ class WriterLock:
         self.path = directory / f"{family}.lock"
         self._fd: int | None = None
         fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            holder = os.pread(fd, 64, 0).decode(errors="replace").strip() or "?"
-            os.close(fd)
+        holder = lock_with_pid(fd)
+        if holder is not None:
             raise StoreBusyError(
                 f"{db}: another process (PID {holder}) is already writing {family} to this "
                 f"store (lock {self.path}); one writer per store: stop it or use another "
-                "--db. Readers (analyze, report, export, guarantee show) need no lock.") from None
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+                "--db. Readers (analyze, report, export, guarantee show) need no lock.")
         self._fd = fd
 
     def release(self) -> None:

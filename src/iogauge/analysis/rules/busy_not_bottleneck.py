@@ -78,6 +78,10 @@ UTIL_CRITICAL_PCT = 90.0
 #: emulated or file-backed spindle): otherwise it mirrors the device under its file.
 SKIP_KINDS = frozenset({"ram", "tablespace", "datafile", "lcu", "port"})
 CPU_COLUMNS = ("cpu_user_pct", "cpu_iowait_pct")
+#: What to do when the work waits for this disk (by %iowait or by the stall share).
+BOTTLENECK_SUGGESTION = ("Reduce or spread the I/O on this device (faster media, more "
+                         "spindles, write batching), or move the busiest data elsewhere; "
+                         "check its response time against its capability.")
 PSI_LOW_PCT = 2.0
 PSI_HIGH_PCT = 20.0
 PSI_FULL_CRITICAL_PCT = 10.0
@@ -169,9 +173,7 @@ def _bottleneck(dev: DeviceContext, run: Run, found: Matches, capacity: bool) ->
         title=(f"{dev.key} is the bottleneck: {fmt_pct(util)} busy, CPU {fmt_pct(iowait)} "
                f"iowait vs {fmt_pct(user)} user"),
         evidence=evidence, explanation=explanation,
-        suggestion=("Reduce or spread the I/O on this device (faster media, more spindles, "
-                    "write batching), or move the busiest data elsewhere; check its response "
-                    "time against its capability."),
+        suggestion=BOTTLENECK_SUGGESTION,
         source=SOURCE, severity=severity)
 
 
@@ -289,7 +291,5 @@ def _psi_finding(dev: DeviceContext, run: Run, found: Matches, *, stalled: bool)
                      f"{fmt_pct(some)} of the time and every non-idle task at once "
                      f"{fmt_pct(full)} of it: the work waits for storage. PSI counts stalls "
                      "on any device of the host: check that this is the busy one."),
-        suggestion=("Reduce or spread the I/O on this device (faster media, more spindles, "
-                    "write batching), or move the busiest data elsewhere; check its response "
-                    "time against its capability."),
+        suggestion=BOTTLENECK_SUGGESTION,
         source=PSI_SOURCE, severity=severity)
