@@ -21,7 +21,7 @@ whole peak, the stricter of the two.
 The file is generated (no public capture exists): PDH-CSV 4.0 as relog writes it -- every
 cell quoted, CRLF, values printed with full double precision -- for ``hosts`` x
 ``instances`` (half LogicalDisk ``C:``.., half PhysicalDisk ``0 C:``..) x 15 disk counters,
-one line per 15 s, values drawn around the seed 002 case (Premium SSD, ~5,000 IOPS of 4 KiB
+one line per 15 s, values drawn around the [MS-Azure-JP] case (Premium SSD, ~5,000 IOPS of 4 KiB
 at ~3.5 ms). A UTF-16 LE copy with relog's empty first sample is measured too.
 
 Run alone::
@@ -97,7 +97,7 @@ def generate(path: Path, size_mb: float, *, hosts: int = 2, instances: int = 20,
                 c = p.rsplit("\\", 1)[1]
                 base = reads[:, j]
                 if c.startswith("Avg. Disk sec"):
-                    v = rng.gamma(4.0, 0.0035 / 4.0, n)  # ~3.5 ms, seed 002
+                    v = rng.gamma(4.0, 0.0035 / 4.0, n)  # ~3.5 ms, [MS-Azure-JP]
                 elif c.endswith("Bytes/sec"):
                     v = base * 4096.0
                 elif c.startswith(("% Idle", "% Disk")):

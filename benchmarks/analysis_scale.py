@@ -4,7 +4,7 @@ and <= 4 GB.
 Builds a SampleFrame as the live collector would record it (the sysstat 12.x columns of
 kernel 5.5+: reads, writes, discards, flushes, merges, sizes, awaits, aqu-sz, %util, plus
 host CPU) for 100 devices over 24 h at 1 s — half single-spindle disks (``sdN``, rotational)
-whose %util follows seed 004's linear busy-per-IOPS law up to a knee, half NVMe namespaces
+whose %util follows [Oe]'s linear busy-per-IOPS law up to a knee, half NVMe namespaces
 (``nvmeNn1``) whose latency rises with load — with a daily load curve, noise, and an
 hour-long peak on some devices so the rules have something to find. Then it runs
 ``iogauge.analysis.engine.analyze`` on it and prints the wall time, rows/s, the peak

@@ -7,7 +7,7 @@ and in a JSON tool's), RMF, AWR and fio JSON.
 Target (the importers issue): memory stays below 3x the input size. Each input (about
 ``--size-mb``) is built from a fixture in ``tests/fixtures`` (see its NOTICE), repeated:
 
-* ``solaris-iostat``: seed 001's ``iostat -x 5`` of a ``cp`` (no time stamps: imported with
+* ``solaris-iostat``: [Goodus]'s ``iostat -x 5`` of a ``cp`` (no time stamps: imported with
   ``--start`` and ``--interval 5``), its reports one after another;
 * ``aix-iostat -DT`` / ``-DlT``: the documented block and long forms, their three reports
   over and over (the times of day go round: each copy is the next day);
@@ -28,7 +28,7 @@ Target (the importers issue): memory stays below 3x the input size. Each input (
 * ``iostat -o JSON, re-indented`` and ``sadf -j, one line``: the same entries in the
   layouts a JSON tool leaves (``jq .``: two spaces a level; ``jq -c``: one line), which
   :mod:`iogauge.importers.json_stream` reads;
-* ``rmf``: seed 000's RMF Postprocessor output (DASD, cache, ESS rank pages of 4 intervals),
+* ``rmf``: [Yuge]'s RMF Postprocessor output (DASD, cache, ESS rank pages of 4 intervals),
   each copy's dates a day after the last's;
 * ``awr``: the 19c AWR text report excerpt (wait events, file I/O), each copy a day later
   (a month of reports in one file, as ``cat`` leaves them);

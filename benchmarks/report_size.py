@@ -18,8 +18,8 @@ own chart-drawing time).
 The data is synthetic with realistic shapes, generated vectorised: a diurnal load curve, a
 nightly batch window on some devices, multiplicative log-normal noise, single-second spikes
 (peaks the downsampling must keep), HDD-like devices whose %util grows linearly with IOPS
-(seed 004) and SSD-like ones, and latency that climbs with utilisation as in an M/M/1 queue
-(seed 001's drop-off). The AnalysisResult is built by hand from the same data (verdicts,
+([Oe]) and SSD-like ones, and latency that climbs with utilisation as in an M/M/1 queue
+([Goodus]'s drop-off). The AnalysisResult is built by hand from the same data (verdicts,
 capacity fits, findings on the spikes) so the benchmark measures the report, not the
 analysis; ``--analyze`` runs ``analysis.engine.analyze`` instead.
 
@@ -81,7 +81,7 @@ def synthetic_day(devices: int, seconds: int, seed: int = 1) -> tuple[pl.DataFra
         cap = HDD_MAX_IOPS if hdd else SSD_MAX_IOPS
         phase = rng.uniform(0, 0.2)
         diurnal = 0.45 + 0.35 * np.sin(2 * np.pi * (t / 86400.0 - 0.3 + phase))
-        if d % 3 == 0:  # nightly batch 01:00-03:00 (seed 002's backup window)
+        if d % 3 == 0:  # nightly batch 01:00-03:00 ([MS-Azure-JP]'s backup window)
             diurnal = np.where((t >= 3600) & (t < 10800), diurnal * 1.8, diurnal)
         noise = rng.lognormal(0.0, 0.25, seconds)
         load = np.clip(diurnal * noise, 0.01, 0.97)
@@ -148,7 +148,7 @@ def hand_result(df: pl.DataFrame, facts: list[dict]) -> AnalysisResult:
                                            Evidence("util_pct", float(util[peak_i]), "%", 80.0,
                                                     ">=")],
             "Requests wait in the queue far longer than they take to serve.",
-            "Spread the load or move it to a faster device.", "seed 001 §3.4"))
+            "Spread the load or move it to a faster device.", "[Goodus] §3.4"))
         attrs = Attributes(intervals=len(iops), span_s=float(len(iops)),
                            iops_mean=float(iops.mean()), iops_peak=float(iops.max()),
                            await_ms=float(lat.mean()), util_mean_pct=float(util.mean()),

@@ -1,6 +1,6 @@
 """How long the simulator takes for one hour of a 200-IOPS device (target: under 10 s).
 
-Simulates, for each profile, seed 004's file-share workload (10 threads on partition A)
+Simulates, for each profile, [Oe]'s file-share workload (10 threads on partition A)
 capped at ``--rate`` IOPS with Poisson arrivals for ``--hours`` of virtual time (1 h x
 200 IOPS = 720,000 requests), sampled every second, and prints the requests simulated,
 wall and CPU seconds, microseconds per request and the virtual-to-real speed-up.
@@ -27,7 +27,7 @@ import time
 from iogauge.lab import accel
 from iogauge.lab.profiles import build_model, list_profiles
 from iogauge.lab.simulator import simulate
-from iogauge.lab.workloads import seed004
+from iogauge.lab.workloads import oe_paper
 
 TARGET_S = 10.0
 
@@ -63,7 +63,7 @@ def main() -> int:
             os.environ["IOGAUGE_PURE_PYTHON"] = "0" if use_compiled else "1"
             accel.modules.cache_clear()
             model = build_model(name)
-            wls = seed004("file-share", "A", rate_iops=args.rate, arrival="poisson")
+            wls = oe_paper("file-share", "A", rate_iops=args.rate, arrival="poisson")
             c0, w0 = time.process_time(), time.perf_counter()
             res = simulate(model, wls, float(duration), interval_s=1.0, seed=args.seed)
             wall, cpu = time.perf_counter() - w0, time.process_time() - c0

@@ -6,13 +6,13 @@ service model must be decided from the samples, and the max-IOPS estimate must b
 +-15 % of what fio achieves unthrottled.
 
 The emulated 7,200 rpm spindle (``iogauge.lab``: a FUSE file whose replies follow the
-hdd-7200 model, behind a direct-I/O loop device) serves one request at a time, as seed 004's
+hdd-7200 model, behind a direct-I/O loop device) serves one request at a time, as [Oe]'s
 method assumes. The test
 
 1. measures the device's maximum: fio random 4 kB reads, direct, queue depth 1, unthrottled;
 2. records with `iogauge record` (1 s samples) while fio steps ``rate_iops`` through
    20, 40, 60 and 75 % of that maximum -- the load never reaches saturation, so the
-   estimate has to come from seed 004's proportionality (util = busy_per_iops x IOPS,
+   estimate has to come from [Oe]'s proportionality (util = busy_per_iops x IOPS,
    maximum = 100 % / busy_per_iops), not from an observed plateau;
 3. measures the maximum again (the two runs bracket the recording in time) and compares
    the estimate of `iogauge analyze` on the recording with their mean.
@@ -67,7 +67,7 @@ STEPS = (0.2, 0.4, 0.6, 0.75)
 STEP_S = 9
 MAX_RUN_S = 6
 SAMPLE_S = 1.0
-#: Random 4 kB reads, one at a time, around the page cache (as seed 004's per-IOPS busy
+#: Random 4 kB reads, one at a time, around the page cache (as [Oe]'s per-IOPS busy
 #: rate assumes one request in service at a time).
 RANDREAD_QD1 = ["--rw=randread", "--bs=4k", "--ioengine=libaio", "--direct=1", "--iodepth=1",
                 "--norandommap", "--randrepeat=0"]

@@ -863,12 +863,12 @@ def test_emulated_hdd_must_show(hdd: lab.LabDevice) -> None:
 @slow
 @root
 def test_simulator_and_emulator_agree_on_max_iops(hdd: lab.LabDevice, tmp_path: Path) -> None:
-    """Seed 004's file-share workload (10 closed-loop threads on partition A) on hdd-7200."""
+    """[Oe]'s file-share workload (10 closed-loop threads on partition A) on hdd-7200."""
     from iogauge.lab.simulator import simulate_max_iops
-    from iogauge.lab.workloads import fio_job, seed004
+    from iogauge.lab.workloads import fio_job, oe_paper
 
     assert hdd.loop is not None
-    wls = seed004("file-share", "A", threads=10)
+    wls = oe_paper("file-share", "A", threads=10)
     job = tmp_path / "file-share.fio"
     job.write_text(fio_job([w.with_rate(None) for w in wls], hdd.loop, runtime_s=12,
                            ramp_time_s=2, device_bytes=hdd.size_bytes))

@@ -1,7 +1,7 @@
 """A capped workload's fio job issues the IOPS asked for, with fio itself.
 
 fio paces evenly spaced (linear) caps in bytes and converts ``rate_iops`` with the smallest
-size of a ``bssplit``, so seed 004's file-share mix (512 B-64 KiB) capped with ``rate_iops``
+size of a ``bssplit``, so [Oe]'s file-share mix (512 B-64 KiB) capped with ``rate_iops``
 ran at ~1/20 of the cap (fio 3.33: ``rate_iops=40,10`` gave 2.0 + 0.5 IOPS). The job file
 now caps such a workload in bytes at the mix's mean size; Poisson pacing counts I/Os and
 keeps ``rate_iops``. Both are run here against a sparse file (direct I/O, no root needed).
@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 from tests.helpers.system import require_tools
 
-from iogauge.lab.workloads import fio_job, seed004
+from iogauge.lab.workloads import fio_job, oe_paper
 
 pytestmark = [pytest.mark.slow]
 
@@ -49,7 +49,7 @@ def target(tmp_path: Path) -> Iterator[Path]:
 
 @pytest.mark.parametrize("arrival", ["fixed", "poisson"])
 def test_capped_file_share_runs_at_its_cap(arrival: str, target: Path, tmp_path: Path) -> None:
-    wl = seed004("file-share", "A", threads=10, rate_iops=CAP_IOPS, arrival=arrival)
+    wl = oe_paper("file-share", "A", threads=10, rate_iops=CAP_IOPS, arrival=arrival)
     job = fio_job(wl, str(target), runtime_s=RUNTIME_S)
     rate_lines = [ln for ln in job.splitlines() if ln.startswith(("rate=", "rate_iops="))]
     assert rate_lines == (["rate_iops=8,2"] if arrival == "poisson"

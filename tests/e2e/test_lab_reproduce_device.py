@@ -1,5 +1,5 @@
 """`iogauge lab reproduce paper-sec3 --device`, end to end: the emulated RAID-5 (FUSE file +
-loop device) created, fio driven through seed 004's sweep against it, /proc/diskstats read
+loop device) created, fio driven through [Oe]'s sweep against it, /proc/diskstats read
 like iostat, the results written, and the device destroyed.
 
 The smallest run that still exercises every step: one workload (the backup) on one

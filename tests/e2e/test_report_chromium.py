@@ -1,6 +1,6 @@
 """The HTML report in a real browser: Debian's headless Chromium, driven over DevTools.
 
-The report is made from real fixtures — seed 000's RMF report (volumes, rank, response-time
+The report is made from real fixtures — [Yuge]'s RMF report (volumes, rank, response-time
 breakdown), a sysstat iostat capture, a Statspack report (wait events, datafiles) — plus a
 synthetic day of 1 s samples on two devices (so the min/max envelope is drawn), a hostile
 device name, guarantee-controller decisions and a comparison; it is analysed with

@@ -8,7 +8,7 @@ step's files into a temporary procfs root before each ``prime()``/``sample()`` c
 feeds the collector the clocks of that step.
 
 Expected values are literal numbers computed by hand from the sysstat 12.x formulas of
-DESIGN.md §4 (Δt in seconds, Δn = counter n of the step minus the previous step):
+[sysstat] (Δt in seconds, Δn = counter n of the step minus the previous step):
 r/s = Δ1/Δt, rkB/s = Δ3/2/Δt, r_await = Δ4/Δ1, rareq-sz = Δ3/2/Δ1, %rrqm = Δ2/(Δ1+Δ2)·100,
 aqu-sz = Δ11/(Δt·1000), %util = Δ10/(Δt·1000)·100, await = (Δ4+Δ8+Δ15)/(Δ1+Δ5+Δ12).
 """

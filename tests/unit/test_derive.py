@@ -1,5 +1,5 @@
 """Counter deltas and iostat -x derivation: hand goldens, an independent scalar oracle of the
-sysstat 12.x formulas (DESIGN.md §4), and hypothesis properties."""
+sysstat 12.x formulas ([sysstat]), and hypothesis properties."""
 
 from __future__ import annotations
 
@@ -232,7 +232,7 @@ def test_derive_15_fields_flushes_null() -> None:
 # an independent scalar oracle of sysstat 12.x
 # ---------------------------------------------------------------------------------------------
 def oracle(prev: list[int], cur: list[int], layout: int, dt: float) -> dict[str, float | None]:
-    """iostat -x for one device-interval, written from DESIGN.md §4 with plain Python."""
+    """iostat -x for one device-interval, written from [sysstat] with plain Python."""
     present = [(i in OLD4) if layout == 4 else i < layout for i in range(17)]
     d: list[int | None] = [None] * 17
     for i in range(17):

@@ -1,6 +1,6 @@
 """Parents the source did not report: rows synthesized from their parts.
 
-Seed 000 (DESIGN §5.1 step 3): volumes placed on one DS8000 rank interfere, so load must be
+[Yuge]: volumes placed on one DS8000 rank interfere, so load must be
 judged per rank; the same holds for partitions of one disk, LogicalDisks on one Windows
 PhysicalDisk and Oracle datafiles of one tablespace. Sources often report only the parts (an
 RMF run without the ESS report, ``iostat -p sda1 sda2``, a perfmon log of LogicalDisk counters,

@@ -1,4 +1,4 @@
-"""The workload's application attributes on one device (seed 000, DESIGN §5.1 step 2).
+"""The workload's application attributes on one device ([Yuge]).
 
 Before judging a device against what it can do, establish *what is asked of it*: rate,
 read/write split, transfer size, sequential share, concurrency, cache hit ratio, burstiness,
@@ -26,7 +26,7 @@ left None (with a note where a reader would wonder) when there is no basis:
   block layer's merges and request sizes (``seq_method="estimate"``), see
   :func:`_seq_ops`.
 * service time: ``svctm_ms`` as reported (sysstat < 12.1.2, Solaris asvc_t, sar avserv),
-  else estimated as busy time per operation, %util / IOPS (seed 004: at 100 % busy
+  else estimated as busy time per operation, %util / IOPS ([Oe]: at 100 % busy
   IOPS = 1/svctm).
 """
 
@@ -57,17 +57,17 @@ _COLUMNS: tuple[str, ...] = (
 
 #: Request size (kB) at or below which a request alone is no evidence of sequential access:
 #: one 4 kB page up to a 16 kB database block (Oracle's default db_block_size is 8 kB; the
-#: single-block reads of seed 003 are 8 kB). Random small-block work lives here.
+#: single-block reads of [Insight-SSD9] are 8 kB). Random small-block work lives here.
 SEQ_SIZE_RANDOM_KB = 16.0
 #: Request size (kB) from which a request counts as sequential evidence on its own: the
 #: block layer only builds requests this large from contiguous data -- Linux read-ahead
 #: issues 128 kB by default (``queue/read_ahead_kb``), filesystems cluster contiguous
-#: writes (seed 001: UFS maxcontig 128 x 8 kB blocks for sequential work), databases read
-#: multi-block extents for full scans (seed 003's ``db file scattered read``).
+#: writes ([Goodus]: UFS maxcontig 128 x 8 kB blocks for sequential work), databases read
+#: multi-block extents for full scans ([Insight-SSD9]'s ``db file scattered read``).
 SEQ_SIZE_SEQUENTIAL_KB = 64.0
 #: Size quantiles reported (weighted by operations).
 SIZE_QUANTILES: tuple[float, ...] = (0.10, 0.50, 0.90)
-#: Percentile of per-window await reported: peaks, not only means (seed 002).
+#: Percentile of per-window await reported: peaks, not only means ([MS-Azure-JP]).
 AWAIT_WINDOW_QUANTILE = 0.95
 
 
@@ -310,7 +310,7 @@ def _plan(rows: pl.DataFrame, signature: dict[str, tuple[bool, bool]] | None = N
         aggs["seq_est"] = _share(est * dt, pl.col("_n"))
         aggs["has_merges"] = pl.lit(any(m is not None for pair in merges.values()
                                         for m in pair))
-    # Busy milliseconds per operation (seed 004's busy_per_iops in time units): the
+    # Busy milliseconds per operation ([Oe]'s busy_per_iops in time units): the
     # operation-weighted mean of util/IOPS. Saturated intervals are left out: on a device
     # serving several requests at once %util caps at 100 % and util/IOPS there says nothing
     # about a request's service time. So are intervals with operations but 0 %util: their
@@ -474,7 +474,7 @@ def _cache(out: Attributes, agg: dict[str, object], ctx: AnalysisContext | None)
         out.cache_hit_pct = float(hit)  # type: ignore[arg-type]
         return
     if ctx is not None and ctx.waits is not None:
-        # Seed 003 reads the buffer-cache effect from the waits (few physical reads per
+        # [Insight-SSD9] reads the buffer-cache effect from the waits (few physical reads per
         # logical read); the reports' hit ratio is not part of the WaitEventFrame.
         out.notes.append("cache hit ratio unknown: the database's buffer-cache hit ratio is "
                          "not among the imported wait events")
@@ -497,13 +497,13 @@ def _service_time(out: Attributes, agg: dict[str, object]) -> None:
         out.svctm_ms = busy_ms / busy_n
         out.svctm_estimated = True
         out.notes.append("service time estimated as %util / IOPS over the intervals below "
-                         "100 % busy (seed 004: at 100 % busy IOPS = 1/svctm); exact only "
+                         "100 % busy ([Oe]: at 100 % busy IOPS = 1/svctm); exact only "
                          "for a device that serves one request at a time")
     elif sat_n > 0:
         out.svctm_ms = sat_ms / sat_n
         out.svctm_estimated = True
         out.notes.append("service time estimated as 1/IOPS from intervals at 100 % busy "
-                         "only: exact for a one-at-a-time device (seed 004), a lower bound "
+                         "only: exact for a one-at-a-time device ([Oe]), a lower bound "
                          "for a device that serves requests in parallel")
 
 

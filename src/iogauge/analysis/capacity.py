@@ -1,9 +1,9 @@
-"""How much more load a device takes: seed 004's busy-per-IOPS model and a latency knee.
+"""How much more load a device takes: [Oe]'s busy-per-IOPS model and a latency knee.
 
-Two methods, chosen by how the device serves requests (DESIGN §4, §5.5):
+Two methods, chosen by how the device serves requests ([sysstat] on %util; [Oe]):
 
-``util-linear`` -- one-at-a-time devices (a single spindle). Seed 004 (Oe, "IOPS guarantee
-    by busy rate per IOPS", §3) observed that %util grows *linearly* with IOPS up to the
+``util-linear`` -- one-at-a-time devices (a single spindle). [Oe] §3 observed that %util
+    grows *linearly* with IOPS up to the
     **proportional-limit busy rate** (比例限界 busy 率, the knee: 80-95 % in their
     workloads), then non-linearly, and that 100 % busy is the maximum. The slope of the
     linear part, ``busy_per_iops`` = %util / (r/s + w/s), is constant for a workload mix, so
@@ -19,7 +19,7 @@ Two methods, chosen by how the device serves requests (DESIGN §4, §5.5):
     (linear as 1/L = 1/S - X/(S Xmax)) whose asymptote ``Xmax`` is the maximum.
 
 Either way ``busy_per_iops`` (and hence the maximum) holds for the *observed mix* only:
-seed 004 measured 239 IOPS for a file-share mix and 65 IOPS for a backup mix on the same
+[Oe] measured 239 IOPS for a file-share mix and 65 IOPS for a backup mix on the same
 array (3.7x), and -30 % when two regions were accessed at once. The estimate is for
 "more of the same workload".
 
@@ -55,13 +55,13 @@ MIN_UTIL_POINTS = 3
 MIN_LATENCY_POINTS = 8
 #: Fewest populated IOPS bins for a latency knee (a curve needs a load range).
 MIN_LATENCY_BINS = 3
-#: Points at or below this %util form the reference line: seed 004's knees lie at 80-95 %,
+#: Points at or below this %util form the reference line: [Oe]'s knees lie at 80-95 %,
 #: so every workload it measured was linear below half busy.
 REFERENCE_UTIL_PCT = 50.0
 #: Width of the %util bins in which departures from the line are judged (percentage points).
 UTIL_BIN_PCT = 5.0
 #: Relative departure from the line that counts as non-linear, at least (a few % is the
-#: scatter of a real device's service time: seed 004 quotes 0.78 % drift of svctm between
+#: scatter of a real device's service time: [Oe] quotes 0.78 % drift of svctm between
 #: 80 and 160 IOPS) and at most (beyond that noise hides any knee).
 MIN_TOLERANCE = 0.04
 MAX_TOLERANCE = 0.25
@@ -91,7 +91,7 @@ MIN_FIT_R2 = 0.5
 #: Confidence multiplier when it is unknown whether %util measures capacity.
 UNKNOWN_KIND_FACTOR = 0.7
 #: Relative difference of busy_per_iops between small- and large-request intervals from
-#: which the notes warn that the service time depends on the size mix (seed 004 §4).
+#: which the notes warn that the service time depends on the size mix ([Oe] §4).
 SIZE_DRIFT_REL = 0.15
 
 
@@ -169,10 +169,10 @@ class _Knee:
 
 
 def _find_knee(x: F64, y: F64, w: F64) -> _Knee:
-    """Where %util stops growing in proportion to IOPS (seed 004's proportional limit).
+    """Where %util stops growing in proportion to IOPS ([Oe]'s proportional limit).
 
     1. Reference line: util = k_ref x IOPS fitted through the origin on the points at or
-       below 50 % busy (all of seed 004's knees lie higher); when fewer than 3 such points
+       below 50 % busy (all of [Oe]'s knees lie higher); when fewer than 3 such points
        exist, on the lower half of the points by %util.
     2. Each point's relative departure d = util / (k_ref x IOPS) - 1: beyond the knee the
        device gives fewer IOPS per % of busy, so d grows positive.
@@ -216,8 +216,8 @@ def _find_knee(x: F64, y: F64, w: F64) -> _Knee:
     ids = np.flatnonzero(count)
     # Only bins from half busy up can hold the knee: below, a one-at-a-time device's busy
     # time is the plain sum of its service times (linear by construction) and a departure
-    # is a change of workload mix (seed 004 §3: busy per IOPS is per mix), not the
-    # proportional limit -- which seed 004 found at 80-95 %.
+    # is a change of workload mix ([Oe] §3: busy per IOPS is per mix), not the
+    # proportional limit -- which [Oe] found at 80-95 %.
     bad = (over[ids] > count[ids] / 2.0) & (ids * UTIL_BIN_PCT >= REFERENCE_UTIL_PCT)
     start = _bad_suffix_start(ids, bad)
     if start is None:
@@ -316,7 +316,7 @@ def _size_drift_note(x: F64, y: F64, sz: F64) -> str | None:
     if rs <= 0 or abs(rl / rs - 1.0) < SIZE_DRIFT_REL:
         return None
     return (f"busy per IOPS depends on the request size here: {rs:.4g} %/IOPS for requests "
-            f"<= {cut:.0f} kB vs {rl:.4g} for larger ones (seed 004: service time varies "
+            f"<= {cut:.0f} kB vs {rl:.4g} for larger ones ([Oe]: service time varies "
             "with the size mix); the maximum holds for the observed mix only")
 
 
@@ -376,14 +376,14 @@ def _util_linear(p: Points, known: bool | None, reason: str) -> CapacityEstimate
         est.knee_util_pct = kn.knee_util
         est.knee_iops = kn.knee_util / k
         notes.append(f"%util grows in proportion to IOPS up to {kn.knee_util:.1f} % busy "
-                     f"(the proportional-limit busy rate, seed 004 §3; departures above "
+                     f"(the proportional-limit busy rate, [Oe] §3; departures above "
                      f"{kn.tolerance * 100:.0f} % from the line count as non-linear)")
     elif n_sat:
         notes.append("%util grows in proportion to IOPS all the way to saturation: no knee "
                      "below 100 % busy")
     else:
         notes.append(f"%util grows in proportion to IOPS up to the highest observed "
-                     f"{y_max:.1f} % busy: the knee (seed 004: 80-95 %) was not reached")
+                     f"{y_max:.1f} % busy: the knee ([Oe]: 80-95 %) was not reached")
     if n_sat:
         plateau = float(np.median(x[sat]))
         est.max_iops = plateau
@@ -408,12 +408,12 @@ def _util_linear(p: Points, known: bool | None, reason: str) -> CapacityEstimate
     else:
         est.max_iops = 100.0 / k
         notes.append(f"never saturated: maximum = 100 % / busy per IOPS, extrapolated "
-                     f"linearly from {y_max:.1f} % busy (seed 004: at 100 % busy IOPS = "
+                     f"linearly from {y_max:.1f} % busy ([Oe]: at 100 % busy IOPS = "
                      "1/svctm); if the knee lies below 100 % the real maximum is lower")
     # Confidence: fit quality x number of points x how much of the busy range was seen.
     c_fit = 0.5 if r2 is None else min(1.0, max(0.0, r2))
     if r2 is None:
-        notes.append("the load hardly varied: the fit rests on seed 004's proportionality "
+        notes.append("the load hardly varied: the fit rests on [Oe]'s proportionality "
                      "through the origin (0 IOPS = 0 % busy)")
     c_n = min(1.0, math.sqrt(n / 20.0))
     c_range = 1.0 if n_sat else min(1.0, y_max / 90.0)
@@ -427,7 +427,7 @@ def _util_linear(p: Points, known: bool | None, reason: str) -> CapacityEstimate
         notes.append(drift)
     else:
         notes.append("busy per IOPS (and the maximum) hold for the observed workload mix "
-                     "(request size, read/write ratio, locality): seed 004 measured 239 vs "
+                     "(request size, read/write ratio, locality): [Oe] measured 239 vs "
                      "65 IOPS for two mixes on the same array")
     est.confidence = conf
     est.notes = notes

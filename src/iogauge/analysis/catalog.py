@@ -1,6 +1,6 @@
 """Device capability catalog: what a device can do for a given workload, with a source per figure.
 
-Seed 000 (DESIGN.md §5.1 step 3): judge measured throughput against the device's published
+[Yuge]: judge measured throughput against the device's published
 capability *for the workload's attributes*, not against one number — one DS8000 RAID-5 rank
 does ~2,200 IOPS of 4 KB random reads (≈ 8 MB/s) but ~600 MB/s sequential, so 300 MB/s says
 nothing until the mix is known. This module holds that capability as data and interpolates it.
@@ -29,8 +29,8 @@ Model (all times in seconds per operation, sizes in KiB, rates in MiB/s; see
   ``MB/s = IOPS x mean size``. With reads at capability C_r and writes at C_w this is
   ``1 / (f_r/C_r + f_w/C_w)``; RAID write penalties enter through C_w.
 * Rotating media lose more than that when streams interleave: a sequential read stream and a
-  sequential write stream at different places make the heads travel between them (seed 004:
-  two regions at once cost ~30 %; seed 000: the rank's 600 MB/s fell to ~440 with 57/43 mixed
+  sequential write stream at different places make the heads travel between them ([Oe]:
+  two regions at once cost ~30 %; [Yuge]: the rank's 600 MB/s fell to ~440 with 57/43 mixed
   sequential reads and writes), so the sequential time is divided by
   ``1 - (1 - e)·4·s_r·s_w`` (s_r, s_w: the read and write shares of the sequential time, e the
   profile's ``seq_mix_efficiency`` at an even mix); and each random op interleaved with a
@@ -63,7 +63,7 @@ if TYPE_CHECKING:
 
 #: Decimal MB (10^6 bytes, as vendors print) in iogauge's MB (2^20 bytes, sysstat's 1024 kB).
 MIB_PER_MB = 10**6 / 2**20
-#: Reference size of the random IOPS figures (the vendors' and seed 000's 4 KB).
+#: Reference size of the random IOPS figures (the vendors' and [Yuge]'s 4 KB).
 REF_KB = 4.0
 #: Profile kinds: single rotating disk, flash device, whole array measured as one, cloud volume.
 KINDS = ("hdd", "ssd", "array", "cloud")
@@ -226,7 +226,7 @@ class Limits:
             op at low load, where known.
         latency_from_service_time: True for single disks, whose typical latency is the
             service time of the observed mix itself.
-        latency_design_ms, latency_peak_ms: design limit / observed overload peaks (seed 002).
+        latency_design_ms, latency_peak_ms: design limit / observed overload peaks ([MS-Azure-JP]).
         seq_mix_efficiency: share of the sequential rate kept at an even read/write mix.
         sources: limit name -> where it comes from (citation or formula with inputs).
     """
@@ -1243,7 +1243,7 @@ def _mix_from(attrs: Attributes, notes: list[str]) -> Mix:
     if attrs.seq_pct is None:
         seq_frac = 0.0
         notes.append("sequential share unknown: all I/O assumed random, so the expected "
-                     "figures are the device's floor (seed 000: a rank does ~8 MB/s random "
+                     "figures are the device's floor ([Yuge]: a rank does ~8 MB/s random "
                      "but ~600 MB/s sequential)")
     else:
         seq_frac = attrs.seq_pct / 100
@@ -1294,7 +1294,7 @@ def capability(profile: Profile, attrs: Attributes, matched_by: str) -> Capabili
         used = max(ratios)
     if lim.latency_peak_ms is not None:
         notes.append(f"under overload this disk type's response time peaks near "
-                     f"{lim.latency_peak_ms:g} ms (seed 002): compare peaks, not only means")
+                     f"{lim.latency_peak_ms:g} ms ([MS-Azure-JP]): compare peaks, not only means")
     return Capability(
         profile=profile.id, title=profile.title, matched_by=matched_by,
         parallel=profile.parallel, expected_iops=exp.iops, expected_MBps=exp.MBps,

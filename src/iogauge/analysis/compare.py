@@ -1,8 +1,8 @@
 """Compare two datasets (before/after a change, HDD vs SSD): per device and metric, the change
 and whether it is beyond noise.
 
-Seed 001 §4.3-4.4 judges a tuning change (UFS ``maxcontig`` 6 -> 128) by putting the
-``iostat -x`` lines of the two runs side by side; seed 003 §2 compares HDD and SSD by the
+[Goodus] §4.3-4.4 judges a tuning change (UFS ``maxcontig`` 6 -> 128) by putting the
+``iostat -x`` lines of the two runs side by side; [Insight-SSD9] §2 compares HDD and SSD by the
 average wait per ``db file scattered read`` (Time Waited / Waits). This module does that for
 any two SampleFrames (and their Oracle wait events) and says, for every change, whether the
 data can tell it from noise.
@@ -16,13 +16,13 @@ What is compared, per device pair (devices are matched by name; see :func:`compa
   ``areq_kB``, ``r_areq_kB``, ``w_areq_kB``: means weighted by the operations completed (an
   idle interval's 0.00 await is "nothing measured", not a fast request: SampleFrame), the
   same weighting as :mod:`iogauge.analysis.windows`;
-* the peak ``await_p95_ms``: the 95th percentile of the per-interval await. Seed 002 (Azure
+* the peak ``await_p95_ms``: the 95th percentile of the per-interval await. [MS-Azure-JP] (Azure
   Standard SSD vs HDD): the same ~3-4 ms averages hide peaks of ~25 vs ~50 ms -- compare
   peaks, not only means.
 
 Missing totals are derived per interval where the parts exist: ``iops`` = r + w + d,
 ``kBps`` = r + w + d, ``await_ms`` = the op-weighted mean of r_await and w_await,
-``areq_kB`` = kBps / iops (Solaris ``iostat -x`` prints no request size; seed 001's
+``areq_kB`` = kBps / iops (Solaris ``iostat -x`` prints no request size; [Goodus]'s
 read-ahead effect *is* a request-size change).
 
 Beyond noise. Each interval is one sample (or each batch, below). With several samples on
@@ -60,7 +60,7 @@ and ties from one sort plus numpy run arithmetic; Python only loops over (pair, 
 results.
 
 Notes that need several metrics (:func:`_cross_notes`): IOPS that moved opposite to the
-request size is ``changed``, not better or worse (seed 001: read-ahead turns many small reads
+request size is ``changed``, not better or worse ([Goodus]: read-ahead turns many small reads
 into few large ones); a latency change that comes with a request-size change says so; and
 throughput and latency moving the same way is flagged as a possible change of offered load.
 """
@@ -238,7 +238,7 @@ class MetricChange:
 
 @dataclass
 class WaitChange:
-    """One Oracle wait event, before and after (seed 003: Time Waited / Waits per event).
+    """One Oracle wait event, before and after ([Insight-SSD9]: Time Waited / Waits per event).
 
     Attributes:
         event, wait_class: the event (wait class when the report gives it).
@@ -476,7 +476,7 @@ def _prepare(frame: SampleFrame, side: str, notes: list[str]) -> pl.DataFrame:
     df = df.with_columns(key.alias("key"))
     # An iostat run's first report averages since boot. Drop those rows where the device has
     # measured intervals too; a device with since-boot rows only (a single quoted report, as
-    # seed 001's) is compared as it is, and the note says so.
+    # [Goodus]'s) is compared as it is, and the note says so.
     df = df.with_columns(_only_sb=pl.col("since_boot").all().over("key"))
     only_sb = sorted(df.filter(pl.col("_only_sb"))["key"].unique().to_list())
     if only_sb:
@@ -581,7 +581,7 @@ def _match(before: dict[str, _Dev], after: dict[str, _Dev],
         if b not in used_b and b in after and b not in used_a:
             add(b, b, "name")
     # Automatic pairing, per device kind (a tablespace is never paired with a datafile): the
-    # one busy device left on each side is what the two runs were about (seed 003: the user
+    # one busy device left on each side is what the two runs were about ([Insight-SSD9]: the user
     # tablespace on HDD sdb, then on SSD sdc).
     left_b = [k for k in before if k not in used_b]
     left_a = [k for k in after if k not in used_a]
@@ -889,7 +889,7 @@ def _add_note(c: MetricChange | WaitChange, text: str) -> None:
 
 def _cross_notes(changes: list[MetricChange]) -> None:
     """Notes that need several metrics of one pair: a request-size change makes IOPS and
-    per-request latency incomparable (seed 001: read-ahead turns many small requests into
+    per-request latency incomparable ([Goodus]: read-ahead turns many small requests into
     few large ones), and throughput and latency moving together may be a load change."""
     by = {c.metric: c for c in changes}
 
@@ -969,7 +969,7 @@ def compare(before: SampleFrame, after: SampleFrame,
 
     Devices are paired by name (the device key: ``host:device`` when a side holds several
     hosts, else the device name). ``device_map`` pairs differently named devices
-    (``{"sdb": "sdc"}``: HDD sdb before, SSD sdc after, seed 003). When, after that, exactly
+    (``{"sdb": "sdc"}``: HDD sdb before, SSD sdc after, [Insight-SSD9]). When, after that, exactly
     one busy device (>= 1 IOPS on average) is left unpaired on each side and both are of the
     same kind, they are paired automatically and a note says so. Pairs idle on both sides are
     skipped (with a note).

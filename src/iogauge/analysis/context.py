@@ -41,7 +41,7 @@ class AnalysisOptionError(IogaugeError):
 class LatencyTarget:
     """A response-time target for some devices, optionally only in a daily time window.
 
-    Seed 002: expectations depend on the system's requirements — a nightly backup reaching
+    [MS-Azure-JP]: expectations depend on the system's requirements — a nightly backup reaching
     100 ms may be fine in its window while 10 ms is the goal for SQL Server by day.
 
     Attributes:

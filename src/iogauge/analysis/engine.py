@@ -1,13 +1,13 @@
 """The analysis engine: SampleFrame (+ waits, device metadata) -> verdicts and findings.
 
-Order of work (DESIGN §5.1: attributes first, then capability for those attributes, then
+Order of work ([Yuge]: attributes first, then capability for those attributes, then
 judgement):
 
 1. select rows (time range, devices), leave out since-boot and reset rows;
 2. aggregate parts into the parents the source did not report (``aggregate``: volumes →
    rank, partitions → disk, LogicalDisk → PhysicalDisk, datafiles → tablespace);
 3. per device: application attributes (``attributes``), capability for those attributes
-   (``catalog``), capacity and headroom (``capacity``: seed 004's util-vs-IOPS fit, or the
+   (``catalog``), capacity and headroom (``capacity``: [Oe]'s util-vs-IOPS fit, or the
    latency knee on parallel devices);
 4. every rule under ``rules/`` reads the context and returns explained findings;
 5. a verdict per device from its findings and headroom, the worst windows named.
@@ -53,7 +53,7 @@ log = logging.getLogger(__name__)
 
 #: Below this mean IOPS a device is called idle (and not judged further).
 IDLE_IOPS = 1.0
-#: Headroom below this share of max IOPS makes a device "near limit" (seed 004: the knee
+#: Headroom below this share of max IOPS makes a device "near limit" ([Oe]: the knee
 #: sits at 80-95 % busy, so less than ~20 % left is inside the non-linear region).
 NEAR_LIMIT_HEADROOM_PCT = 20.0
 #: Rules whose warnings mean the device itself is at or near its limit.
@@ -126,7 +126,7 @@ def build_context(frame: SampleFrame | pl.DataFrame,
     df = frame.df if isinstance(frame, SampleFrame) else frame
     df = _select(df, opts)
     # A device known only from since-boot reports (a single `iostat -x` quoted in a ticket
-    # or a paper, seed 001) is analysed from them rather than dropped: an average since
+    # or a paper, [Goodus]) is analysed from them rather than dropped: an average since
     # boot is still a measurement, just a long one; the note says so.
     notes: list[str] = []
     skipped = 0
@@ -222,7 +222,7 @@ def _each(fn: Callable[[DeviceContext], None], devs: Sequence[DeviceContext]) ->
 def _inherit_counted_sequential(ctx: AnalysisContext, key: str) -> None:
     """A rank (or disk) whose own rows carry no sequential counts takes them from its parts.
 
-    RMF counts sequential operations per volume in the cache report, not per rank; seed 000
+    RMF counts sequential operations per volume in the cache report, not per rank; [Yuge]
     judges the rank by the volumes' sequential share (57 % reads / 43 % writes of the
     sequential operations). A counted share of the parts beats the size-based estimate of
     the parent: the operation-weighted mean over the parts that have counts is used when
@@ -364,7 +364,7 @@ def verdict(dev: DeviceContext, findings: Sequence[Finding]) -> Verdict:
 
 
 def _blame_parents(reports: list[DeviceReport], ctx: AnalysisContext) -> None:
-    """A part of a device that is the bottleneck says so first (seed 000: the volumes' 1.5 ms
+    """A part of a device that is the bottleneck says so first ([Yuge]: the volumes' 1.5 ms
     came from their shared rank; the fix was on the rank, not on any volume)."""
     # by the source's own device name (keys may be host:device, and names such as
     # RANK:0000@ABCD1 or E: carry colons themselves)

@@ -21,8 +21,8 @@ from iogauge.model.sampleframe import SampleFrame
 
 #: A device doing fewer operations per second than this over the whole run is called idle.
 IDLE_IOPS = 1.0
-#: Single-spindle guidance: sustained busy above this is saturation (seed 004 observes the
-#: proportional-limit busy rate at 80-95 %; seed 001 calls %b >= 20 with svc_t >= 50 ms a
+#: Single-spindle guidance: sustained busy above this is saturation ([Oe] observes the
+#: proportional-limit busy rate at 80-95 %; [Goodus] calls %b >= 20 with svc_t >= 50 ms a
 #: bottleneck). Used here only for devices where %util is a capacity measure.
 BUSY_SATURATED_PCT = 90.0
 BUSY_HIGH_PCT = 60.0

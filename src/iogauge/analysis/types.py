@@ -24,7 +24,7 @@ SEVERITY_RANK: dict[str, int] = {"info": 0, "warning": 1, "critical": 2}
 
 #: Verdict words, worst first. ``bottleneck``: the device limits the workload now;
 #: ``near limit``: it will soon (little headroom for these attributes); ``busy, not the
-#: bottleneck``: high busy but the evidence says something else limits (seed 003);
+#: bottleneck``: high busy but the evidence says something else limits ([Insight-SSD9]);
 #: ``healthy``; ``idle``; ``cannot judge``: the data cannot support a verdict.
 VERDICTS: tuple[str, ...] = ("bottleneck", "near limit", "busy, not the bottleneck",
                              "healthy", "idle", "cannot judge")
@@ -116,7 +116,7 @@ class Finding:
 
 @dataclass
 class Attributes:
-    """The workload's "application attributes" on one device (seed 000 §5.1 step 2).
+    """The workload's "application attributes" on one device ([Yuge]).
 
     Means are over the analysed intervals (reset and since-boot rows excluded); rates are
     time-weighted, latencies and sizes weighted by the matching operation counts.
@@ -141,8 +141,8 @@ class Attributes:
         burstiness: peak-to-mean ratio of IOPS over the analysed windows (1 = flat).
         util_mean_pct, util_peak_pct: %util (a capacity measure on one-at-a-time devices only).
         await_ms, r_await_ms, w_await_ms: operation-weighted mean response time.
-        await_p95_ms: 95th percentile of per-window await (peaks, not only means: seed 002).
-        svctm_ms: service time: as reported, else estimated util / IOPS (seed 004:
+        await_p95_ms: 95th percentile of per-window await (peaks, not only means: [MS-Azure-JP]).
+        svctm_ms: service time: as reported, else estimated util / IOPS ([Oe]:
             at 100 % busy IOPS = 1/svctm); ``svctm_estimated`` says which.
         notes: facts a reader needs to trust the numbers ("sequential share is an estimate").
     """
@@ -194,7 +194,7 @@ class Capability:
         matched_by: why this profile: ``user`` (``--profile``) or the facts that matched
             (``rotational=1, model 'ST4000DM000'``).
         parallel: True when the device serves requests in parallel (SSD, NVMe, RAID, cloud
-            volumes): %util is then not a capacity measure (DESIGN §4).
+            volumes): %util is then not a capacity measure ([sysstat]).
         expected_iops: IOPS the device should sustain for the observed mix of size,
             read/write and sequential share (interpolated, see ``catalog.expected``).
         expected_MBps: MB/s for the same mix.
@@ -232,14 +232,14 @@ class Capability:
 
 @dataclass
 class CapacityEstimate:
-    """How much more load the device takes (seed 004's capacity model, DESIGN §5.5).
+    """How much more load the device takes ([Oe]'s capacity model).
 
     Attributes:
         method: ``util-linear`` (fit of %util vs IOPS, one-at-a-time devices),
             ``latency-knee`` (latency vs throughput, parallel devices), or ``none``.
         reason: why that method (or why none): "rotational single disk",
             "NVMe serves requests in parallel: %util saturates early", "too few points".
-        busy_per_iops: %util per IO/s below the knee (seed 004); None for latency-knee.
+        busy_per_iops: %util per IO/s below the knee ([Oe]); None for latency-knee.
         knee_util_pct: the proportional-limit busy rate — where linear growth ends.
         knee_iops: IOPS at the knee (latency-knee: where latency starts to climb).
         max_iops: IOPS at 100 % busy (util-linear) or the asymptote of the latency curve.

@@ -1,7 +1,7 @@
 """Analysis windows: intervals grouped into fixed windows, aggregated without losing peaks.
 
 Rules judge windows, not single samples (a 1 s spike is noise; a minute of it is a finding)
-and not the whole run (a mean over a day hides the peak hour: seed 000 recommends <= 5 min
+and not the whole run (a mean over a day hides the peak hour: [Yuge] recommends <= 5 min
 intervals, 1 min when investigating). Each window carries time-weighted means of rates and
 gauges, operation-weighted means of latencies and sizes (an idle interval's 0.00 await must
 not pull a mean down), and the peaks inside it (``*_max``), so a short saturation is still
@@ -20,7 +20,7 @@ import polars as pl
 
 from iogauge.model.timeline import RelativeTimeline
 
-#: Default window for data sampled faster than once a minute (seed 000: 1 min when
+#: Default window for data sampled faster than once a minute ([Yuge]: 1 min when
 #: investigating).
 DEFAULT_WINDOW_S = 60.0
 

@@ -79,7 +79,7 @@ def analyze_cmd(
     """Judge every device: bottleneck or not, why, and how much headroom is left.
 
     Attributes of the workload (random/sequential, size, read/write, concurrency) are set
-    against the device's capability for them; seed 004's util-vs-IOPS fit (or the latency
+    against the device's capability for them; [Oe]'s util-vs-IOPS fit (or the latency
     knee on SSD/NVMe/RAID) gives the headroom; rules explain findings with evidence.
 
     Example: `iogauge analyze iostat.log --target 'sdb=100@01:00-04:00' --profile

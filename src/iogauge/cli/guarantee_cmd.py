@@ -87,7 +87,7 @@ def guarantee(
                                           help="Seconds between decisions (default 1; seed "
                                           "004 used 20)."),
     policy: str | None = typer.Option(None, "--policy", help="adaptive (default: closed "
-                                      "loop on A's IOPS) or paper (seed 004 §4 exactly)."),
+                                      "loop on A's IOPS) or paper ([Oe] §4 exactly)."),
     state: Path | None = typer.Option(None, "--state", help=_STATE_HELP, show_default=False),
     db: Path | None = typer.Option(None, "--db", help=_DB_HELP, show_default=False),
     dry_run: bool = typer.Option(False, "--dry-run", help="Print the limits that would be "

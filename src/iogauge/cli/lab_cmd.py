@@ -1,7 +1,7 @@
 """`iogauge lab`: disk models on real block devices (the emulated disk: FUSE file + loop).
 
 ``lab_app`` is registered in main.py as ``iogauge lab``; ``lab device`` manages emulated
-devices (:mod:`iogauge.lab.device`); ``lab reproduce`` re-runs the seed papers' experiments
+devices (:mod:`iogauge.lab.device`); ``lab reproduce`` re-runs the experiments of [Oe] §3 and §5
 (:mod:`iogauge.cli.lab_reproduce_cmd`).
 """
 

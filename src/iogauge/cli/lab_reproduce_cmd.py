@@ -85,7 +85,7 @@ def reproduce(
                                       "results.json (created if missing)."),
     profile: str | None = typer.Option(None, "--profile", "-m",
                                        help="Disk model profile (bundled name or TOML file). "
-                                            "Default: seed 004's RAID-5 of 6 SATA disks "
+                                            "Default: [Oe]'s RAID-5 of 6 SATA disks "
                                             "(paper-eval --device: the harness's emulated "
                                             "7,200 rpm disk)."),
     seed: int | None = typer.Option(None, "--seed", help="Random seed (sim mode: the same "
@@ -112,7 +112,7 @@ def reproduce(
 ) -> None:
     """Reproduce a seed paper's experiment and write its numbers beside the paper's.
 
-    Example: `iogauge lab reproduce paper-sec3 --sim --out results/` runs seed 004 §3
+    Example: `iogauge lab reproduce paper-sec3 --sim --out results/` runs [Oe] §3
     (%util against IOPS for the file-share and backup workloads on the volume's first
     500 GB, last 500 GB and both) on a RAID-5 of 6 SATA disks in virtual time, then writes
     results/results.md (the table: maximum IOPS, outer vs inner and A+B effects, the

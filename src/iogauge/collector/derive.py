@@ -5,7 +5,7 @@ The live collector and the diskstats importer both call :func:`counter_deltas` t
 is derived in one vectorised call and a live sample of a few devices costs microseconds.
 
 Formulas are sysstat 12.x ``iostat -x`` (common.c ``compute_ext_disk_stats`` and iostat.c
-``write_ext_stat``), with Δt in seconds and counter deltas Δ1..Δ17 (DESIGN.md §4)::
+``write_ext_stat``), with Δt in seconds and counter deltas Δ1..Δ17 ([sysstat])::
 
     r/s = Δ1/Δt            rrqm/s = Δ2/Δt         rkB/s = Δ3/2/Δt
     %rrqm = Δ2/(Δ1+Δ2)·100 (0 when no request)   r_await = Δ4/Δ1 (0 when Δ1 = 0)

@@ -15,7 +15,7 @@ timing would be fake. :mod:`iogauge.lab.device` refuses a loop device whose kern
 enable direct I/O, and the end-to-end tests count that each fio I/O reaches the handler.
 
 Timing. :class:`Dispatcher` is a FIFO queue in front of ``model.channels`` service
-channels (DESIGN.md §2 "lab"; :mod:`iogauge.lab.model`). It keeps each channel's schedule
+channels (:mod:`iogauge.lab.model`). It keeps each channel's schedule
 on the monotonic clock: a request arriving at ``a`` takes the channel that frees first,
 starts at ``max(a, free)``, and the model is asked ``service_time(req, start, channel)`` for
 that start -- the same calls, in the same order and with the same start times, as a

@@ -43,8 +43,8 @@ IEEE Computer 1994, give the same decomposition)::
     widely used in cached RAID-5 controllers; no drive datasheet states a policy, so the
     mark is a profile's assumption. Work hidden in idle time at low load
     thus becomes visible as the load rises -- one reason %util stops growing linearly
-    with IOPS (seed 004 §1 names "the effect of the cache built into the storage
-    device"); under seed 004's per-second bursts this puts the knee where the idle part
+    with IOPS ([Oe] §1 names "the effect of the cache built into the storage
+    device"); under [Oe]'s per-second bursts this puts the knee where the idle part
     of each second no longer holds the write-back.
 * **Command queueing** (optional, ``ncq_depth`` > 1): SATA Native Command Queuing lets the
   host keep up to 32 commands outstanding in the drive, each under a tag 0-31 (Intel &

@@ -1,10 +1,10 @@
 """RAID-0 / RAID-5 of N identical spindles behind one controller.
 
 Layout (Linux md's default for RAID-5, *left-symmetric*): the volume is cut into stripe
-units ("chunks", seed 004: 64 KB); row ``r`` holds ``n - 1`` data chunks and one parity chunk
+units ("chunks", [Oe]: 64 KB); row ``r`` holds ``n - 1`` data chunks and one parity chunk
 on disk ``p = n - 1 - (r mod n)``, data chunk ``j`` of the row on disk ``(p + 1 + j) mod n``;
 a chunk's member offset is ``r * chunk``. RAID-0 has no parity and ``n`` data chunks a row.
-Seed 004 §3: each member thus sees the volume's access pattern "condensed into 1/(disks)
+[Oe] §3: each member thus sees the volume's access pattern "condensed into 1/(disks)
 of the area".
 
 A read is split into its chunk pieces, one member command per member (pieces contiguous on
@@ -22,13 +22,13 @@ order the controller issues them (a member busy with an earlier command, or dest
 write cache, delays the next one). The controller issues every member command of a host
 command when it takes it, a RAID-5 write's second phase included: on its members that
 phase keeps its place and waits for the reads, so a later command's read there waits too
-(an in-order controller; members serving in arrival order instead make seed 004's array
+(an in-order controller; members serving in arrival order instead make [Oe]'s array
 faster than the paper's, see the ``raid5-6x400g`` profile). The controller takes up to
 ``queue_depth`` host commands at once (the dispatcher's ``channels``); commands on
 different members proceed in parallel -- except, with ``rmw_reads = "serial"``, the reads
 of a partial-stripe RAID-5 write: the old data, then the old parity (or the untouched
 chunks), each issued once the one before it is back, as a controller that runs the
-read-modify-write as a sequence of steps does. Seed 004's device profile reads that way:
+read-modify-write as a sequence of steps does. [Oe]'s device profile reads that way:
 it is what brings the model's maximum IOPS near the paper's (file share 230 vs 239, backup
 79 vs 65 on A, against 273 and 115 with the reads in parallel) and every knee of §3 into
 the paper's 80-95 % band (``iogauge.lab.experiments``).

@@ -3,7 +3,7 @@
 Deterministic for a seed (numpy ``Generator``; events at equal times run in the order they
 were scheduled). The event loop is a heap of plain tuples, random draws are made in numpy
 batches, and the models' hot paths are inlined: ~6 us of CPU per request for the loop
-itself, plus the model's share (an HDD ~2-3 us, seed 004's RAID-5 with write-back members
+itself, plus the model's share (an HDD ~2-3 us, [Oe]'s RAID-5 with write-back members
 ~15 us) on the development VM; ``benchmarks/simulator_speed.py`` measures an hour of a
 200-IOPS device per profile.
 
@@ -39,12 +39,12 @@ happen, so those counters are present and stay 0. Sampling the counters every
 :func:`~iogauge.collector.derive.derive_metrics` gives the SampleFrame (source
 ``lab-sim``), exactly as the live collector derives a real device's.
 
-**Groups and throttles.** Every workload belongs to a group (seed 004's A and B). Each group
+**Groups and throttles.** Every workload belongs to a group ([Oe]'s A and B). Each group
 has per-direction IOPS limits, the virtual-time twin of cgroup v2 ``io.max``
 ``riops=``/``wiops=``: a token bucket of the limit's rate holding at most one throttle slice
 of tokens (blk-throttle's ``throtl_slice``, 100 ms on rotational devices), FIFO per group and
 direction. A group may instead (or also) have a *user-level* cap on its total issue rate,
-``IopsLimit.iops``: seed 004's own actuator (§4 (4), §5: B's load threads run at the smaller
+``IopsLimit.iops``: [Oe]'s own actuator (§4 (4), §5: B's load threads run at the smaller
 of their own target and the controller's ``b``, counted per wall-clock second before the
 I/O is issued), which each of the group's workloads applies through its issue limiter.
 
@@ -78,7 +78,7 @@ from iogauge.collector.derive import DERIVED_COLUMNS, counter_deltas, derive_met
 from iogauge.collector.diskstats import IDX, N_FIELDS
 from iogauge.lab.model import DiskModel, QueuedDiskModel, Request
 from iogauge.lab.profiles import ModelProfile, build_model
-from iogauge.lab.workloads import Workload, seed004
+from iogauge.lab.workloads import Workload, oe_paper
 from iogauge.model.sampleframe import TS_DTYPE, SampleFrame
 
 SOURCE = "lab-sim"
@@ -102,7 +102,7 @@ class IopsLimit:
         riops: reads per second allowed (None: unlimited).
         wiops: writes per second allowed (None: unlimited).
         iops: reads + writes per second the group's threads may *issue* (None: no cap):
-            seed 004's actuator, not the kernel's -- its benchmark counted I/Os per second
+            [Oe]'s actuator, not the kernel's -- its benchmark counted I/Os per second
             in user space and blocked the rest of the second once ``b`` were issued (§4
             (4)), B's load threads running at the smaller of their own target and ``b``
             (§5). Each workload of the group gets its share (by the caps in force, equal
@@ -357,7 +357,7 @@ class _Limiter:
         if rate is None:
             return t
         if self._mode == "per_second":
-            # Seed 004's limiter: count per wall-clock second, block the rest once full.
+            # [Oe]'s limiter: count per wall-clock second, block the rest once full.
             w = math.floor(t)
             if w > self._win:
                 self._win, self._count = w, 0
@@ -921,7 +921,7 @@ def simulate_max_iops(model_profile: object, workload: Workload | Sequence[Workl
         same steady window reports for the same workload.
     """
     if isinstance(workload, str):
-        wls: list[Workload] = seed004(workload, placement, threads=threads or 10)
+        wls: list[Workload] = oe_paper(workload, placement, threads=threads or 10)
     elif isinstance(workload, Workload):
         wls = [workload]
     else:

@@ -14,13 +14,13 @@ A :class:`Workload` is one application's stream of I/O against the device:
   limiter never lets the rate exceed the cap and never banks unused time:
   ``poisson`` spaces permits by exponential gaps (fio ``rate_process=poisson``), ``fixed`` by
   ``1/rate`` (fio's default), ``per_second`` counts I/Os in each wall-clock second and blocks
-  the rest of the second once ``rate_iops`` were issued -- the limiter seed 004's benchmark
+  the rest of the second once ``rate_iops`` were issued -- the limiter [Oe]'s benchmark
   used (§4 step (4): "once the count exceeds b, block I/O for the rest of the second");
 * **rate_schedule**: later changes of the cap, ``((from_s, rate_iops), ...)`` in virtual
-  seconds -- seed 004's evaluations change the offered load mid-run (Tables 4-6);
-* **group**: accounting and throttling group (seed 004's A and B; a cgroup in real life).
+  seconds -- [Oe]'s evaluations change the offered load mid-run (Tables 4-6);
+* **group**: accounting and throttling group ([Oe]'s A and B; a cgroup in real life).
 
-Seed 004's two workloads (Table 2) are built by :func:`file_share` and :func:`backup`,
+[Oe]'s two workloads (Table 2) are built by :func:`file_share` and :func:`backup`,
 placed on the volume's first 500 GB (**A**), last 500 GB (**B**) -- "a 2 TB volume, A = its
 first 500 GB, B = its last 500 GB" (§3) -- or both (**A+B**); on another device size the
 same fractions are used (each partition is a quarter of the device).
@@ -49,10 +49,10 @@ Pattern = Literal["random", "sequential"]
 Placement = Literal["A", "B", "A+B"]
 
 KIB = 1024
-#: Seed 004 §3: partitions A (first 500 GB) and B (last 500 GB) of a 2 TB volume, as
+#: [Oe] §3: partitions A (first 500 GB) and B (last 500 GB) of a 2 TB volume, as
 #: fractions of the device.
 PARTITIONS: dict[str, tuple[float, float]] = {"A": (0.0, 0.25), "B": (0.75, 1.0)}
-#: Size of seed 004's partitions, to express Table 2's absolute offsets as fractions.
+#: Size of [Oe]'s partitions, to express Table 2's absolute offsets as fractions.
 PAPER_PARTITION_BYTES = 500 * 10**9
 
 
@@ -191,7 +191,7 @@ class Workload:
         return replace(self, group=group)
 
 
-# ---- seed 004 ------------------------------------------------------------------------
+# ---- [Oe] ------------------------------------------------------------------------
 
 #: Iometer "File Server" access specification: (size, % of I/Os); 80 % reads, 100 % random.
 FILE_SERVER_MIX: tuple[tuple[int, float], ...] = (
@@ -200,7 +200,7 @@ FILE_SERVER_MIX: tuple[tuple[int, float], ...] = (
 )
 FILE_SERVER_READ_SHARE = 0.80
 
-#: Seed 004 Table 2, backup offsets within a 500 GB partition (bytes).
+#: [Oe] Table 2, backup offsets within a 500 GB partition (bytes).
 BACKUP_RANGES_BYTES: tuple[tuple[int, int], ...] = ((0, 30 * 10**9),
                                                     (300 * 10**9, 330 * 10**9))
 
@@ -221,7 +221,7 @@ def _within(part: tuple[float, float], lo: float, hi: float) -> tuple[float, flo
 
 def file_share(placement: str = "A", *, threads: int = 10, rate_iops: float | None = None,
                arrival: Arrival = "per_second", group: str | None = None) -> Workload:
-    """Seed 004's file-share workload (Samba, ~1,000 users) on partition A, B or both.
+    """[Oe]'s file-share workload (Samba, ~1,000 users) on partition A, B or both.
 
     Sizes and R/W: the Iometer File Server pattern standing in for Fig. 1 (see the module
     docstring); offsets uniform over the partition(s), split evenly for ``A+B``.
@@ -241,12 +241,12 @@ def file_share(placement: str = "A", *, threads: int = 10, rate_iops: float | No
 
 def backup(placement: str = "A", *, threads: int = 10, rate_iops: float | None = None,
            arrival: Arrival = "per_second", group: str | None = None) -> Workload:
-    """Seed 004's backup workload (Table 2): 128 KB, 50:50 R/W, 0-30 GB and 300-330 GB.
+    """[Oe]'s backup workload (Table 2): 128 KB, 50:50 R/W, 0-30 GB and 300-330 GB.
 
     The two ranges are given within a 500 GB partition; they are scaled with it. Offsets
     are aligned to the I/O size (128 KiB), so a command covers two 64 KiB stripe units.
     Aligned to 4 KiB instead (three units a command, a write 8 member I/Os instead of 6)
-    the backup on seed 004's device comes nearer the paper's rates (paper-sec3 --sim, seed
+    the backup on [Oe]'s device comes nearer the paper's rates (paper-sec3 --sim, seed
     4, 2026-11-25, the controller's read-modify-write reads then in parallel and the
     members' write-back after 70 ms: 93/83/67 IOPS on A/B/A+B against 115/102/85, the
     paper's 65 on A; file share / backup 2.95x against 2.37x, the paper's 3.68x) but its
@@ -267,27 +267,33 @@ def backup(placement: str = "A", *, threads: int = 10, rate_iops: float | None =
                "within the ranges"),))
 
 
-SEED004_WORKLOADS = {"file-share": file_share, "backup": backup}
+PAPER_SEC3_WORKLOADS = {"file-share": file_share, "backup": backup}
 
 
-def seed004(name: str, placement: str = "A", *, threads: int = 10,
-            rate_iops: float | None = None, arrival: Arrival = "per_second") -> list[Workload]:
-    """Seed 004's workload ``name`` on ``placement`` (``A``, ``B`` or ``A+B``).
+def oe_paper(name: str, placement: str = "A", *, threads: int = 10,
+             rate_iops: float | None = None, arrival: Arrival = "per_second") -> list[Workload]:
+    """[Oe]'s workload ``name`` on ``placement`` (``A``, ``B`` or ``A+B``).
 
     ``A+B`` gives two workloads, groups A and B, that split the threads and the rate cap
     evenly: §3 loads both areas at once, and keeping the total concurrency equal makes the
     three placements comparable.
     """
-    if name not in SEED004_WORKLOADS:
-        raise ValueError(f"unknown seed-004 workload {name!r}; known: "
-                         f"{', '.join(SEED004_WORKLOADS)}")
-    make = SEED004_WORKLOADS[name]
+    if name not in PAPER_SEC3_WORKLOADS:
+        raise ValueError(f"unknown [Oe] workload {name!r}; known: "
+                         f"{', '.join(PAPER_SEC3_WORKLOADS)}")
+    make = PAPER_SEC3_WORKLOADS[name]
     if placement != "A+B":
         return [make(placement, threads=threads, rate_iops=rate_iops, arrival=arrival)]
     half_t = max(1, threads // 2)
     half_r = None if rate_iops is None else rate_iops / 2.0
     return [make(p, threads=half_t, rate_iops=half_r, arrival=arrival, group=p)
             for p in ("A", "B")]
+
+
+# old names, removed after the refactor merges (lab/experiments.py, paper_eval.py and
+# guarantee_eval.py, owned by issue 42 this session, still import them)
+SEED004_WORKLOADS = PAPER_SEC3_WORKLOADS
+seed004 = oe_paper
 
 
 # ---- fio --------------------------------------------------------------------------------
@@ -405,15 +411,15 @@ def _zones(regions: tuple[Region, ...], lo: float, hi: float) -> list[tuple[floa
 
 
 def bundled_job_files() -> dict[str, str]:
-    """The fio job files shipped in ``iogauge/lab/jobs/``: seed 004's two workloads on A, B
+    """The fio job files shipped in ``iogauge/lab/jobs/``: [Oe]'s two workloads on A, B
     and A+B, uncapped, 10 threads, whole-percentage positions (any device size).
 
     Run one with ``DEVICE=/dev/loopN fio --time_based --runtime=60 file-share-A.fio``;
     add ``--rate_iops=r,w`` per job to cap it. A test keeps the files equal to this.
     """
     out: dict[str, str] = {}
-    for name in SEED004_WORKLOADS:
+    for name in PAPER_SEC3_WORKLOADS:
         for placement in ("A", "B", "A+B"):
             fname = f"{name}-{placement.replace('+', '')}.fio"
-            out[fname] = fio_job(seed004(name, placement))
+            out[fname] = fio_job(oe_paper(name, placement))
     return out

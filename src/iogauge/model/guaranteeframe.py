@@ -2,7 +2,7 @@
 
 Every interval the controller (``iogauge guarantee``) observes the device and its cgroups,
 lets the policy decide, and records here what it saw and what it did, so a run can be
-judged afterwards: did A get its floor, what did B get, how did X move and why (seed 004's
+judged afterwards: did A get its floor, what did B get, how did X move and why ([Oe]'s
 Figs. 10-15 are plots of exactly these columns). The store keeps them in the
 ``guarantee_decisions`` table (:meth:`iogauge.store.duckdb_store.Store.append_guarantee`).
 
@@ -35,7 +35,7 @@ GUARANTEE_COLUMNS: tuple[Column, ...] = (
            "identity"),
     Column("interval_s", pl.Float64(), "s", "Length of the observed interval.", True,
            "identity"),
-    Column("policy", pl.String(), "", "'paper' (seed 004 §4) or 'adaptive'.", True,
+    Column("policy", pl.String(), "", "'paper' ([Oe] §4) or 'adaptive'.", True,
            "identity"),
     Column("actuator", pl.String(), "", "'cgroup-v1', 'cgroup-v2' or 'dry-run'.", True,
            "identity"),
@@ -48,7 +48,7 @@ GUARANTEE_COLUMNS: tuple[Column, ...] = (
     _f("a_iops", "1/s", "Reads + writes per second of the protected groups (A), summed."),
     _f("a_floor_iops", "1/s", "Sum of the protected groups' floors (the paper's a)."),
     _f("b_iops", "1/s", "Reads + writes per second of the throttled groups (B), summed."),
-    _f("busy_per_iops", "%/(1/s)", "%util per IOPS the decision used (seed 004: %util / "
+    _f("busy_per_iops", "%/(1/s)", "%util per IOPS the decision used ([Oe]: %util / "
        "(r/s + w/s); adaptive: the cost per I/O at the device's read/write mix)."),
     _f("x_pct", "%", "Target total busy rate X after the decision."),
     _f("capacity_iops", "1/s", "Estimated IOPS at 100 % busy for the current mix."),

@@ -1,6 +1,6 @@
 """SampleFrame: the canonical table every source produces and every analysis reads.
 
-One row per device per interval (DESIGN.md §3). The schema below is the single place each
+One row per device per interval. The schema below is the single place each
 column is documented: name (which carries the unit), polars dtype, unit, and meaning.
 
 Conventions that every producer must respect:

@@ -3,7 +3,7 @@
 One row per event per report interval. Database waits are not device statistics, so they
 live beside the SampleFrame rather than in it; per-datafile I/O statistics of the same
 reports go into the SampleFrame (``device_kind`` ``datafile``, ``parent`` the tablespace).
-Seed 003 reads them together with ``iostat -x``: the average wait per ``db file sequential
+[Insight-SSD9] reads them together with ``iostat -x``: the average wait per ``db file sequential
 read`` / ``db file scattered read`` says what the database saw of the device.
 """
 

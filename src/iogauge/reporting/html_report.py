@@ -681,7 +681,7 @@ def _waits_section(waits: pl.DataFrame) -> str:
           .sort(["host", "ts", "time_waited_s"], descending=[False, False, True],
                 nulls_last=True))
     parts = [("<section id='waits'><h2>Oracle wait events</h2><p class='muted'>Per report "
-              "interval, the events with the most time waited (seed 003 reads the average "
+              "interval, the events with the most time waited ([Insight-SSD9] reads the average "
               "wait of <i>db file sequential/scattered read</i> against what the device "
               "should give).</p>")]
     fm = WAIT_FORMATS
@@ -839,7 +839,7 @@ def _guarantee(guarantee: pl.DataFrame, base_us: int, n_buckets: int
         f"<td class='num'>{_e(fm.fmt_unit(r['x0']))} → {_e(fm.fmt_unit(r['x1']))} (min "
         f"{_e(fm.fmt_unit(r['xmin']))})</td><td class='num'>{r['warned']:,}</td></tr>"
         for r in summary.iter_rows(named=True))
-    parts = [("<section id='guarantee'><h2>IOPS guarantee</h2><p class='muted'>Seed 004: A "
+    parts = [("<section id='guarantee'><h2>IOPS guarantee</h2><p class='muted'>[Oe]: A "
               "(protected) must get its floor; B (throttled) is limited to what is left "
               "under the target busy rate X.</p><table class='guarantee'><thead><tr>"
               "<th>run</th><th>device</th><th>policy / actuator</th><th>span</th>"

@@ -1,6 +1,6 @@
 """analysis.aggregate: parents synthesized from their parts, and dm/md members.
 
-Golden values come from the fixtures (RMF seed 000, AWR 19c, perfmon) or are computed by
+Golden values come from the fixtures (RMF [Yuge], AWR 19c, perfmon) or are computed by
 hand in the comments from the rows written here.
 """
 

@@ -1,5 +1,5 @@
-"""attributes.compute: the workload's application attributes (seed 000 step 2) from interval
-rows -- hand-computed golden values, the seed fixtures (RMF seed 000, Solaris seed 001), a live
+"""attributes.compute: the workload's application attributes ([Yuge] step 2) from interval
+rows -- hand-computed golden values, the seed fixtures (RMF [Yuge], Solaris [Goodus]), a live
 sysstat 12.6 capture, sources with little to go on, and the weighting rules as properties."""
 
 from __future__ import annotations
@@ -127,8 +127,8 @@ def test_idle_intervals_change_rates_but_not_latency() -> None:
     assert padded.seq_pct == pytest.approx(base.seq_pct)
 
 
-def test_rmf_seed000_sequential_share_is_counted_by_the_cache() -> None:
-    """Seed 000: 362,907 sequential reads and 273,259 sequential writes a minute (57 % / 43 %)
+def test_rmf_yuge_sequential_share_is_counted_by_the_cache() -> None:
+    """[Yuge]: 362,907 sequential reads and 273,259 sequential writes a minute (57 % / 43 %)
     at ~100 % hit ratio; the fixture's cache rates: SSID 4000 6048.5 + 4554.3 and 5992.4 +
     4523.1 sequential of 6128.7 + 4607.1 and 6070.7 + 4574.8 operations a second."""
     res = import_file(FIXTURES / "rmf" / "seed000_before_1rank.txt")
@@ -158,7 +158,7 @@ def test_rmf_seed000_sequential_share_is_counted_by_the_cache() -> None:
     assert rank.seq_method == "estimate"
     assert rank.seq_pct == pytest.approx(100 * seq_ops / (5633.0 + 5586.3))
     assert any("request size alone" in n for n in rank.notes)
-    # 203.8 MB/s read + 238.3 MB/s write in the first minute (seed 000).
+    # 203.8 MB/s read + 238.3 MB/s write in the first minute ([Yuge]).
     assert rank.MBps_peak == pytest.approx(442.1)
     assert rank.w_await_ms == pytest.approx((141.4 * 1906.4 + 139.8 * 1894.4) / 3800.8)
     # No %util for the rank, no latency for the SSID line: said so.
@@ -167,8 +167,8 @@ def test_rmf_seed000_sequential_share_is_counted_by_the_cache() -> None:
     assert ssid.await_ms is None and ssid.svctm_ms is None
 
 
-def _seed001(name: str) -> AnalysisContext:
-    # Seed 001 quotes single `iostat -x` reports taken while its loads ran (492 r/s at 48 %b
+def _goodus(name: str) -> AnalysisContext:
+    # [Goodus] quotes single `iostat -x` reports taken while its loads ran (492 r/s at 48 %b
     # during cp is no since-boot average); the importer flags a lone first report as since
     # boot, so the flag is cleared to analyse the quoted interval.
     res = import_file(FIXTURES / "solaris-iostat" / name,
@@ -177,8 +177,8 @@ def _seed001(name: str) -> AnalysisContext:
     return AnalysisContext.build(df)
 
 
-def test_solaris_seed001_cp_with_maxcontig6() -> None:
-    ctx = _seed001("seed001-iostat-x5-cp-maxcontig6.txt")
+def test_solaris_goodus_cp_with_maxcontig6() -> None:
+    ctx = _goodus("seed001-iostat-x5-cp-maxcontig6.txt")
     sd0 = attributes.compute(ctx.devices["sd0"], ctx)
     # sd0  492.4 r/s  10543.8 kr/s  actv 0.5  svc_t 1.1  %b 48
     assert sd0.iops_mean == pytest.approx(492.4)
@@ -256,7 +256,8 @@ def test_empty_device_and_database_waits_note() -> None:
 
 
 def test_a_day_of_one_second_rows_is_fast() -> None:
-    """86,400 rows: well under the budget of a day x 100 devices in <= 20 s (DESIGN §7).
+    """86,400 rows: well under the budget of a day x 100 devices in <= 20 s
+    (benchmarks/analysis_scale.py's target).
     Best of three runs, so another process on a shared machine does not fail it."""
     n = 86_400
     rng = np.random.default_rng(7)

@@ -1,4 +1,4 @@
-"""capacity.estimate: seed 004's busy-per-IOPS model (util-linear, knee = proportional-limit
+"""capacity.estimate: [Oe]'s busy-per-IOPS model (util-linear, knee = proportional-limit
 busy rate, maximum at 100 % busy) and the latency knee for parallel devices -- synthetic
 devices with known truth, real iostat captures, odd data that must not raise, and scaling
 properties."""
@@ -56,7 +56,7 @@ def device(iops: F64 | list[float], util: F64 | list[float] | None, *,
 
 
 def seed004_shape(*, saturate: bool = True, top_util: float = 99.0) -> tuple[F64, F64]:
-    """Seed 004 §3's shape with round numbers: util = 0.5 %/IOPS x IOPS up to the
+    """[Oe] §3's shape with round numbers: util = 0.5 %/IOPS x IOPS up to the
     proportional limit at 85 % busy (170 IOPS); above it IOPS grow at a quarter of the
     linear rate (x = 170 + (util - 85) / 2) up to 177.5 IOPS at 100 %, where the device
     stays saturated."""
@@ -67,10 +67,10 @@ def seed004_shape(*, saturate: bool = True, top_util: float = 99.0) -> tuple[F64
     return x, u
 
 
-# ---- util-linear: one-at-a-time devices (seed 004) ----------------------------------------
+# ---- util-linear: one-at-a-time devices ([Oe]) ----------------------------------------
 
 
-def test_seed004_shape_knee_slope_and_plateau() -> None:
+def test_oe_shape_knee_slope_and_plateau() -> None:
     x, u = seed004_shape()
     est = capacity.estimate(device(x, u))
     assert est.method == "util-linear"
@@ -92,7 +92,7 @@ def test_seed004_shape_knee_slope_and_plateau() -> None:
     assert "proportional-limit busy rate" in text and "saturation" in text
 
 
-def test_noisy_seed004_shape() -> None:
+def test_noisy_oe_shape() -> None:
     """2 % scatter on every interval's IOPS (a real spindle's seek times): the knee within
     3 points of busy, slope and plateau within 1 %."""
     x, u = seed004_shape()
@@ -119,7 +119,7 @@ def test_linear_and_never_saturated_extrapolates_from_the_slope() -> None:
     est = capacity.estimate(device(x, x * 0.5))
     assert est.max_iops == pytest.approx(200.0)
     assert est.knee_util_pct is None and est.knee_iops is None
-    assert any("knee (seed 004: 80-95 %) was not reached" in n for n in est.notes)
+    assert any("knee ([Oe]: 80-95 %) was not reached" in n for n in est.notes)
     assert any("extrapolated linearly from 60.0 % busy" in n for n in est.notes)
     # r2 1 x enough points (40 >= 20) x range covered 60/90.
     assert est.confidence == pytest.approx(60 / 90)
@@ -275,7 +275,7 @@ def test_odd_data_never_raises() -> None:
     idle = capacity.estimate(device(np.zeros(20), np.zeros(20)))
     assert idle.method == "none" and idle.points == 0
     assert idle.current_iops == 0.0 and idle.headroom_iops is None
-    # A constant load: seed 004's proportion through the origin still gives a maximum.
+    # A constant load: [Oe]'s proportion through the origin still gives a maximum.
     flat = capacity.estimate(device(np.full(30, 80.0), np.full(30, 40.0)))
     assert flat.method == "util-linear" and flat.r2 is None
     assert flat.max_iops == pytest.approx(200.0)
@@ -319,7 +319,7 @@ def test_rhel6_iostat_capture_matches_sysstat_svctm() -> None:
     assert sda.r2 == pytest.approx(0.93736, rel=1e-4)
 
 
-def test_seed001_single_report_cannot_support_a_fit() -> None:
+def test_goodus_single_report_cannot_support_a_fit() -> None:
     res = import_file(FIXTURES / "solaris-iostat" / "seed001-iostat-x5-cp-maxcontig6.txt",
                       start=datetime(2008, 1, 1, tzinfo=UTC), interval_s=5)
     ctx = AnalysisContext.build(res.frame.df.with_columns(since_boot=pl.lit(value=False)))

@@ -167,7 +167,7 @@ def test_hdd_random_iops_derivation_and_sources(cat: Catalog) -> None:
 
 
 # ---------------------------------------------------------------------------------------------
-# seed 000: the DS8000 rank
+# [Yuge]: the DS8000 rank
 # ---------------------------------------------------------------------------------------------
 
 def test_ds8000_rank_random_vs_sequential(cat: Catalog) -> None:
@@ -187,7 +187,7 @@ def test_ds8000_rank_random_vs_sequential(cat: Catalog) -> None:
     assert rank.limits is not None and rank.limits.rand_write_iops == pytest.approx(550)
 
 
-def test_ds8000_seed000_mix_is_near_the_limit(cat: Catalog) -> None:
+def test_ds8000_yuge_mix_is_near_the_limit(cat: Catalog) -> None:
     rank = cat.get("ds8000-rank-raid5-146g")
     # The seed's mix: 57 % sequential reads, 43 % sequential writes (64 KB each here).
     # By hand: t = 64/1024/600 s for every op; interleave share 4 x 0.57 x 0.43 = 0.9804,
@@ -202,7 +202,7 @@ def test_ds8000_seed000_mix_is_near_the_limit(cat: Catalog) -> None:
     assert cap.used_pct == pytest.approx(440 / 482.35 * 100, abs=0.01)
     assert 75 <= cap.used_pct <= 100
     assert any("interleave" in n for n in cap.notes)
-    assert any("Seed 000 case study" in s for s in cap.sources)
+    assert any("[Yuge] case study" in s for s in cap.sources)
     # Judged as random (no sequential share known) the same load is 8x the floor: a 64 KB
     # random read takes 1/2200 s + 60 KB at 600 MB/s = 0.5521 ms, a write 1/550 s + the same
     # transfer = 1.9159 ms; 0.57 x 0.5521 + 0.43 x 1.9159 = 1.1386 ms -> 878.3 IOPS
@@ -231,7 +231,7 @@ def _rank_attrs(path: Path, rank: str) -> Attributes:
                       seq_method="rmf-cache", iops_peak=max(ops), MBps_peak=max(mbps))
 
 
-def test_ds8000_seed000_fixture_before_and_after(cat: Catalog) -> None:
+def test_ds8000_yuge_fixture_before_and_after(cat: Catalog) -> None:
     rank = cat.get("ds8000-rank-raid5-146g")
     before = _rank_attrs(FIXTURES / "rmf" / "seed000_before_1rank.txt", "RANK:0000@ABCD1")
     # Fixture: 3,726.6 reads/s of 56 KB and 1,906.4 writes/s of 128 KB; 442.1 MB/s at peak;
@@ -241,7 +241,7 @@ def test_ds8000_seed000_fixture_before_and_after(cat: Catalog) -> None:
     cap = capability(rank, before, "kind rank")
     # The model's ~437 MB/s for this mix (interleaved sequential reads and writes, 1.2 %
     # random ops that each cost a RAID-5 rank far more and interrupt the streams) puts the
-    # observed 442 MB/s at the limit: seed 000's conclusion.
+    # observed 442 MB/s at the limit: [Yuge]'s conclusion.
     assert cap.expected_MBps == pytest.approx(436.7, abs=0.5)
     assert cap.used_pct == pytest.approx(101.2, abs=0.5)
     # After moving half the data to a second rank each rank runs well below its capability.
@@ -252,7 +252,7 @@ def test_ds8000_seed000_fixture_before_and_after(cat: Catalog) -> None:
 
 
 # ---------------------------------------------------------------------------------------------
-# seed 002: Azure
+# [MS-Azure-JP]: Azure
 # ---------------------------------------------------------------------------------------------
 
 def test_azure_msft_virtual_disk_1tib_is_premium_p30(cat: Catalog) -> None:
@@ -262,7 +262,7 @@ def test_azure_msft_virtual_disk_1tib_is_premium_p30(cat: Catalog) -> None:
     prof, why = found
     assert prof.id == "azure-premium-p30"
     assert "vendor 'Msft'" in why and "model 'Virtual Disk'" in why and "P30" in why
-    # Seed 002's test: 4 KB reads at 5,000 IOPS on a 1 TB Premium SSD, ~3.5 ms.
+    # [MS-Azure-JP]'s test: 4 KB reads at 5,000 IOPS on a 1 TB Premium SSD, ~3.5 ms.
     cap = capability(prof, Attributes(read_pct=100, seq_pct=0, r_areq_kB_mean=4,
                                       w_areq_kB_mean=4, iops_peak=5000,
                                       MBps_peak=5000 * 4 / 1024), why)
@@ -295,7 +295,7 @@ def test_azure_standard_tiers_and_peaks(cat: Catalog) -> None:
                        iops_peak=500, MBps_peak=500 * 4 / 1024)
     for prof, peak in ((ssd, 25), (hdd, 50)):
         cap = capability(prof, attrs, "user")
-        assert cap.expected_iops == pytest.approx(500)  # seed 002: 500 IOPS per TB
+        assert cap.expected_iops == pytest.approx(500)  # [MS-Azure-JP]: 500 IOPS per TB
         assert cap.used_pct == pytest.approx(100)
         assert cap.latency_ms_typical == pytest.approx(3.5)
         assert any(f"peaks near {peak} ms" in n for n in cap.notes)

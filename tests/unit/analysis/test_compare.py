@@ -1,7 +1,7 @@
 """compare: two datasets per device and metric, with a noise test.
 
-Seed cases: seed 001 §4.3/4.4 (UFS maxcontig 6 -> 128, the `iostat -x` lines of a 500 MB cp and
-mkfile before and after) and seed 003 (Oracle on HDD vs SSD: Statspack waits, and the iostat
+Seed cases: [Goodus] §4.3/4.4 (UFS maxcontig 6 -> 128, the `iostat -x` lines of a 500 MB cp and
+mkfile before and after) and [Insight-SSD9] (Oracle on HDD vs SSD: Statspack waits, and the iostat
 lines of sdb vs sdc). Distribution tails are checked against closed forms and t-table values
 (no SciPy in the project)."""
 
@@ -189,7 +189,7 @@ def test_within_noise_is_said() -> None:
 
 
 def test_peaks_are_compared_not_only_means() -> None:
-    # seed 002: the same kind of average hides peaks of ~25 vs ~50 ms. 400 intervals a
+    # [MS-Azure-JP]: the same kind of average hides peaks of ~25 vs ~50 ms. 400 intervals a
     # side, 10 % of them spikes: before 3 ms / 25 ms, after 1.5 ms / 50 ms.
     def side(base: float, spike: float) -> pl.DataFrame:
         aw = np.where(np.arange(400) % 10 == 0, spike, base)
@@ -218,9 +218,9 @@ def test_idle_intervals_do_not_dilute_latency() -> None:
 
 
 # ---------------------------------------------------------------------------------------------
-# seed 001: UFS maxcontig 6 -> 128 (one quoted iostat report per run: single values)
+# [Goodus]: UFS maxcontig 6 -> 128 (one quoted iostat report per run: single values)
 # ---------------------------------------------------------------------------------------------
-def test_seed001_cp_maxcontig() -> None:
+def test_goodus_cp_maxcontig() -> None:
     b = _solaris("seed001-iostat-x5-cp-maxcontig6.txt", 5.0)
     a = _solaris("seed001-iostat-x5-cp-maxcontig128.txt", 5.0)
     comp = compare(b.frame, a.frame)
@@ -249,7 +249,7 @@ def test_seed001_cp_maxcontig() -> None:
     assert comp.change("sd0", "util_pct").direction == "same"  # 48 -> 47 %b: -2.1 %
 
 
-def test_seed001_mkfile_maxcontig_is_3x_faster() -> None:
+def test_goodus_mkfile_maxcontig_is_3x_faster() -> None:
     # mkfile 500m took 1m26.18s with maxcontig 6 and 0m27.59s with 128 (x3.12); the iostat
     # lines show the same: 6743.3 -> 25411.4 kw/s on sd0.
     b = _solaris("seed001-iostat-x2-mkfile-maxcontig6.txt", 2.0)
@@ -276,14 +276,14 @@ def test_seed001_mkfile_maxcontig_is_3x_faster() -> None:
 
 
 # ---------------------------------------------------------------------------------------------
-# seed 003: HDD vs SSD
+# [Insight-SSD9]: HDD vs SSD
 # ---------------------------------------------------------------------------------------------
-def test_seed003_statspack_8i_scattered_read_waits() -> None:
+def test_insight_ssd9_statspack_8i_scattered_read_waits() -> None:
     hdd = import_file(SP / "sp_817_config5-1-1_hdd_cache1024m.txt")
     ssd = import_file(SP / "sp_817_config5-2-1_ssd_cache1024m.txt")
     comp = compare(hdd.frame, ssd.frame, hdd.waits, ssd.waits)
     w = comp.wait("db file scattered read")
-    # seed 003: Time Waited 14773 cs / 20004 waits = 0.74 cs (HDD); 7387 / 20013 = 0.37 cs
+    # [Insight-SSD9]: Time Waited 14773 cs / 20004 waits = 0.74 cs (HDD); 7387 / 20013 = 0.37 cs
     assert (w.waits_before, w.waits_after) == (20004.0, 20013.0)
     assert (w.time_waited_s_before, w.time_waited_s_after) == (147.73, 73.87)
     assert w.before == pytest.approx(147.73 * 1000 / 20004)  # 7.385 ms
@@ -312,7 +312,7 @@ def test_seed003_statspack_8i_scattered_read_waits() -> None:
     assert comp.change("USER_DATA", "r_iops").direction == "same"  # 334.77 -> 335.03 /s
 
 
-def test_seed003_statspack_10g_waits_within_report_rounding() -> None:
+def test_insight_ssd9_statspack_10g_waits_within_report_rounding() -> None:
     hdd = import_file(SP / "sp_102_config5-1-2_hdd_cache128m.txt")
     ssd = import_file(SP / "sp_102_config5-2-2_ssd_cache128m.txt")
     comp = compare(hdd.frame, ssd.frame, hdd.waits, ssd.waits)
@@ -330,7 +330,7 @@ def test_seed003_statspack_10g_waits_within_report_rounding() -> None:
     assert (cf.before, cf.after) == (15.0, 17.0)
 
 
-def test_seed003_awr_truncated_event_names_merge() -> None:
+def test_insight_ssd9_awr_truncated_event_names_merge() -> None:
     hdd = import_file(FIX / "awr" / "awr_112_config5-1-1_hdd_cache1024m.txt")
     ssd = import_file(FIX / "awr" / "awr_19c_config5-2-1_ssd_cache1024m.txt")
     comp = compare(hdd.frame, ssd.frame, hdd.waits, ssd.waits)
@@ -349,21 +349,21 @@ def test_seed003_awr_truncated_event_names_merge() -> None:
     assert any("only before" in n and "USER_DATA" in n for n in comp.notes)
 
 
-def _seed003_iostat(device: str, rkbps: float, wkbps: float, avgrq_sectors: float,
+def _insight_ssd9_iostat(device: str, rkbps: float, wkbps: float, avgrq_sectors: float,
                     aqu: float, await_ms: float, svctm: float, util: float) -> pl.DataFrame:
-    """One `iostat -x` line of seed 003 (sysstat 7-era: avgrq-sz in 512-byte sectors)."""
+    """One `iostat -x` line of [Insight-SSD9] (sysstat 7-era: avgrq-sz in 512-byte sectors)."""
     kbps = rkbps + wkbps
     return _frame(device, 1, interval_s=60.0, kBps=kbps, r_kBps=rkbps, w_kBps=wkbps,
                   areq_kB=avgrq_sectors / 2, iops=kbps / (avgrq_sectors / 2), aqu_sz=aqu,
                   await_ms=await_ms, svctm_ms=svctm, util_pct=util)
 
 
-def test_seed003_iostat_hdd_sdb_vs_ssd_sdc() -> None:
+def test_insight_ssd9_iostat_hdd_sdb_vs_ssd_sdc() -> None:
     # Config5-1-1 "sdb 40731.70 2.10 243.62 1.87 5.61 2.64 88.20" vs Config5-2-1
     # "sdc 39575.15 2.40 15.99 1.10 0.22 0.02 11.86", plus an idle system disk on both
     idle = _frame("sda", 1, interval_s=60.0, iops=0.0, kBps=0.0, util_pct=0.0)
-    hdd = _sf(_seed003_iostat("sdb", 40731.70, 2.10, 243.62, 1.87, 5.61, 2.64, 88.20), idle)
-    ssd = _sf(_seed003_iostat("sdc", 39575.15, 2.40, 15.99, 1.10, 0.22, 0.02, 11.86), idle)
+    hdd = _sf(_insight_ssd9_iostat("sdb", 40731.70, 2.10, 243.62, 1.87, 5.61, 2.64, 88.20), idle)
+    ssd = _sf(_insight_ssd9_iostat("sdc", 39575.15, 2.40, 15.99, 1.10, 0.22, 0.02, 11.86), idle)
     comp = compare(hdd, ssd)
     assert [(p.device_before, p.device_after, p.how) for p in comp.pairs] == [
         ("sdb", "sdc", "auto")]
@@ -455,7 +455,7 @@ def test_cli_json_statspack() -> None:
     assert w["direction"] == "better"
 
 
-def test_cli_table_seed001_and_errors() -> None:
+def test_cli_table_goodus_and_errors() -> None:
     args = ["compare", str(SOL / "seed001-iostat-x2-mkfile-maxcontig6.txt"),
             str(SOL / "seed001-iostat-x2-mkfile-maxcontig128.txt"),
             "--start", "2008-02-21T10:00", "--interval", "2"]

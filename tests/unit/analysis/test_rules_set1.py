@@ -2,11 +2,11 @@
 interval_too_coarse, small_sequential_io, util_not_capacity, and the shared helpers in
 ``rules/_common.py``.
 
-Seed cases run on the seed fixtures (Solaris iostat of seed 001, perfmon files with seed 002's
+Seed cases run on the seed fixtures (Solaris iostat of [Goodus], perfmon files with [MS-Azure-JP]'s
 values, sar/RMF files for the sampling interval); the other cases on frames written here,
 with the expected numbers computed by hand in the comments.
 
-Seed 001's quoted ``iostat -x`` outputs are one report each, which the importer flags
+[Goodus]'s quoted ``iostat -x`` outputs are one report each, which the importer flags
 ``since_boot`` (iostat's first report averages since boot). The seed quotes them as taken
 *during* the cp / mkfile runs (a since-boot average could not show sd0 at 492.4 r/s), so the
 tests clear the flag to analyse them as the measured intervals they are.
@@ -81,7 +81,7 @@ def _ctx(records: list[dict[str, Any]], **kw: Any) -> AnalysisContext:
     return AnalysisContext.build(SampleFrame.from_records(records), **kw)
 
 
-def _seed001(name: str, interval_s: float) -> AnalysisContext:
+def _goodus(name: str, interval_s: float) -> AnalysisContext:
     res = import_file(SOL / name, start=SEED001_START, interval_s=interval_s)
     df = res.frame.df.with_columns(since_boot=pl.lit(value=False))  # see module docstring
     return AnalysisContext.build(SampleFrame(df))
@@ -215,10 +215,10 @@ def test_rule_modules_load() -> None:
 
 
 # ------------------------------------------------------------------------------------------
-# solaris_service_time (seed 001 §3.4)
+# solaris_service_time ([Goodus] §3.4)
 # ------------------------------------------------------------------------------------------
-def test_solaris_seed001_cp_ssd2_is_a_bottleneck() -> None:
-    ctx = _seed001("seed001-iostat-x5-cp-maxcontig6.txt", 5.0)
+def test_solaris_goodus_cp_ssd2_is_a_bottleneck() -> None:
+    ctx = _goodus("seed001-iostat-x5-cp-maxcontig6.txt", 5.0)
     out = solaris_service_time.check(ctx)
     # "ssd2 13.0 31.0 120.5 20650.3 0.0 6.0 137.8 2 100": 137.8 ms at 100 %b; sd0 1.1 ms at
     # 48 %b is normal; sd1, sd6, ssd0, ssd1 are idle.
@@ -233,11 +233,11 @@ def test_solaris_seed001_cp_ssd2_is_a_bottleneck() -> None:
     assert (f.window_start, f.window_end) == (_utc(2008, 2, 21, 10, 0),
                                               _utc(2008, 2, 21, 10, 0, 5))
     assert f.title.startswith("Bottleneck: response 137.8 ms at 100 % busy")
-    assert "seed 001 §3.4" in f.source
+    assert "[Goodus] §3.4" in f.source
 
 
-def test_solaris_seed001_mkfile_sd0_bottleneck_and_heavily_loaded() -> None:
-    ctx = _seed001("seed001-iostat-x2-mkfile-maxcontig6.txt", 2.0)
+def test_solaris_goodus_mkfile_sd0_bottleneck_and_heavily_loaded() -> None:
+    ctx = _goodus("seed001-iostat-x2-mkfile-maxcontig6.txt", 2.0)
     out = solaris_service_time.check(ctx)
     # "sd0 0.0 141.0 0.0 6743.3 7.5 168.2 1246.4 33 100"; ssd2 5.6 ms at 7 %b is normal.
     assert [(f.device, f.severity) for f in out] == [("sd0", "critical")]
@@ -249,9 +249,9 @@ def test_solaris_seed001_mkfile_sd0_bottleneck_and_heavily_loaded() -> None:
     assert "heavily loaded" in f.explanation
 
 
-def test_solaris_seed001_idle_report_is_clean() -> None:
+def test_solaris_goodus_idle_report_is_clean() -> None:
     # seed001-iostat-x.txt: sd0 11.9 ms at 0 %b, the rest idle.
-    ctx = _seed001("seed001-iostat-x.txt", 5.0)
+    ctx = _goodus("seed001-iostat-x.txt", 5.0)
     assert solaris_service_time.check(ctx) == []
 
 
@@ -267,7 +267,7 @@ def test_solaris_skips_fio_jobs() -> None:
 
 @pytest.mark.parametrize(("await_ms", "util", "wait_pct", "expected"), [
     (40.0, 10.0, 0.0, "warning"),    # 30-50 ms above 5 % busy: above normal
-    (40.0, 4.0, 0.0, None),          # 30-50 ms at <= 5 % busy: still normal (seed 001)
+    (40.0, 4.0, 0.0, None),          # 30-50 ms at <= 5 % busy: still normal ([Goodus])
     (60.0, 10.0, 0.0, "warning"),    # >= 50 ms but under 20 % busy: not a bottleneck
     (60.0, 20.0, 0.0, "critical"),   # the bottleneck band
     (25.0, 90.0, 0.0, None),         # <= 30 ms is normal whatever the busy
@@ -287,7 +287,7 @@ def test_solaris_bands(await_ms: float, util: float | None, wait_pct: float | No
 
 def test_solaris_leaves_target_windows_to_response_time_target() -> None:
     # 60 ms at 50 % busy for 4 minutes: the first two minutes are covered by a user target
-    # (12:00-12:02 UTC), the last two are judged by seed 001's rule.
+    # (12:00-12:02 UTC), the last two are judged by [Goodus]'s rule.
     ctx = _ctx(_rows("sdc", 4, iops=100.0, await_ms=60.0, util_pct=50.0),
                targets=[LatencyTarget.parse("sdc=100@12:00-12:02")])
     out = solaris_service_time.check(ctx)
@@ -313,7 +313,7 @@ def test_solaris_at_most_three_runs_worst_first() -> None:
 
 
 # ------------------------------------------------------------------------------------------
-# response_time_target (seed 002)
+# response_time_target: the per-window targets of [MS-Azure-JP]
 # ------------------------------------------------------------------------------------------
 def _azure(capability: Capability | None = None) -> AnalysisContext:
     ctx = AnalysisContext.build(import_file(PERFMON / "relog-utf16-azure-2hosts.csv").frame)
@@ -562,8 +562,8 @@ def test_saturation_parallel_ignores_util() -> None:
 # ------------------------------------------------------------------------------------------
 # queueing
 # ------------------------------------------------------------------------------------------
-def test_queueing_seed001_sd0_time_is_in_the_device() -> None:
-    ctx = _seed001("seed001-iostat-x2-mkfile-maxcontig6.txt", 2.0)
+def test_queueing_goodus_sd0_time_is_in_the_device() -> None:
+    ctx = _goodus("seed001-iostat-x2-mkfile-maxcontig6.txt", 2.0)
     out = queueing.check(ctx)
     assert [(f.device, f.severity) for f in out] == [("sd0", "info")]
     f = out[0]
@@ -639,7 +639,7 @@ def test_queueing_above_device_queue_depth() -> None:
 
 
 # ------------------------------------------------------------------------------------------
-# interval_too_coarse (seed 000)
+# interval_too_coarse: the short intervals [Yuge] asks for
 # ------------------------------------------------------------------------------------------
 def test_interval_sar_10_min_is_info() -> None:
     ctx = AnalysisContext.build(
@@ -673,10 +673,10 @@ def test_interval_30_min_is_warning_and_1_min_is_fine() -> None:
 
 
 # ------------------------------------------------------------------------------------------
-# small_sequential_io (seed 001 §4.3-4.6)
+# small_sequential_io ([Goodus] §4.3-4.6)
 # ------------------------------------------------------------------------------------------
-def test_small_seq_seed001_cp_and_mkfile_cannot_tell_sequential() -> None:
-    cp = small_sequential_io.check(_seed001("seed001-iostat-x5-cp-maxcontig6.txt", 5.0))
+def test_small_seq_goodus_cp_and_mkfile_cannot_tell_sequential() -> None:
+    cp = small_sequential_io.check(_goodus("seed001-iostat-x5-cp-maxcontig6.txt", 5.0))
     # sd0 10,543.8 kB/s / 492.4 r/s = 21.41 kB at 48 % busy; ssd2 writes 666 kB: not small
     assert [(f.device, f.severity) for f in cp] == [("sd0", "info")]
     f = cp[0]
@@ -686,7 +686,7 @@ def test_small_seq_seed001_cp_and_mkfile_cannot_tell_sequential() -> None:
     assert _ev(f, "seq_pct").value is None
     assert "read-ahead" in f.explanation and "maxcontig" in f.suggestion
     assert "small random files" in f.suggestion
-    mk = small_sequential_io.check(_seed001("seed001-iostat-x2-mkfile-maxcontig6.txt", 2.0))
+    mk = small_sequential_io.check(_goodus("seed001-iostat-x2-mkfile-maxcontig6.txt", 2.0))
     # sd0 6,743.3 kB/s / 141 w/s = 47.82 kB (6 x 8 KB clusters) at 100 % busy
     assert [(f.device, f.severity) for f in mk] == [("sd0", "info")]
     assert _ev(mk[0], "w_areq_kB").value == pytest.approx(6743.3 / 141)
@@ -694,7 +694,7 @@ def test_small_seq_seed001_cp_and_mkfile_cannot_tell_sequential() -> None:
 
 
 def test_small_seq_size_only_estimate_is_not_used() -> None:
-    ctx = _seed001("seed001-iostat-x5-cp-maxcontig6.txt", 5.0)
+    ctx = _goodus("seed001-iostat-x5-cp-maxcontig6.txt", 5.0)
     ctx.devices["sd0"].attributes = Attributes(seq_pct=21.0, seq_method="estimate")
     assert [f.severity for f in small_sequential_io.check(ctx)] == ["info"]
     ctx.devices["sd0"].attributes = Attributes(seq_pct=90.0, seq_method="rmf-cache")
@@ -800,10 +800,10 @@ def test_util_not_capacity_no_latency() -> None:
 
 
 # ------------------------------------------------------------------------------------------
-# across rules: one angle each on the seed 001 report
+# across rules: one angle each on the [Goodus] report
 # ------------------------------------------------------------------------------------------
-def test_seed001_mkfile_each_rule_its_own_angle() -> None:
-    ctx = _seed001("seed001-iostat-x2-mkfile-maxcontig6.txt", 2.0)
+def test_goodus_mkfile_each_rule_its_own_angle() -> None:
+    ctx = _goodus("seed001-iostat-x2-mkfile-maxcontig6.txt", 2.0)
     got = {}
     for mod in (solaris_service_time, response_time_target, saturation, queueing,
                 small_sequential_io, util_not_capacity):

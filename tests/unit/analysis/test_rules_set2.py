@@ -1,8 +1,8 @@
 """Rules set 2: rmf_response_breakdown, concentration, cache_hit_low, busy_not_bottleneck,
 oracle_waits, capability_exceeded.
 
-Seed cases run on the seed fixtures (RMF seed 000 before/after, iostat seed 003, Statspack
-and AWR seed 003); the other cases on frames written here, with the expected numbers
+Seed cases run on the seed fixtures (RMF [Yuge] before/after, iostat [Insight-SSD9], Statspack
+and AWR [Insight-SSD9]); the other cases on frames written here, with the expected numbers
 computed by hand in the comments.
 """
 
@@ -72,15 +72,15 @@ def _rmf(name: str) -> AnalysisContext:
 
 def _rank_capability(expected_MBps: float = 560.0, used_pct: float | None = None,
                      ) -> Capability:
-    # seed 000: ~600 MB/s sequential read or write per RAID-5 146 GB rank; lowered for the
+    # [Yuge]: ~600 MB/s sequential read or write per RAID-5 146 GB rank; lowered for the
     # mixed read/write of the DB2 batch (the catalog's job; set by hand here)
     return Capability(profile="ds8000-rank-raid5-146g", title="DS8000 RAID-5 rank (146 GB)",
                       matched_by="user", parallel=True, expected_MBps=expected_MBps,
                       seq_read_MBps=600.0, seq_write_MBps=600.0, used_pct=used_pct,
-                      sources=["seed 000 (DS8000 white paper figures)"])
+                      sources=["[Yuge] (DS8000 white paper figures)"])
 
 
-def _seed003(name: str) -> pl.DataFrame:
+def _insight_ssd9(name: str) -> pl.DataFrame:
     df = import_file(FIX / "iostat" / f"seed003-{name}.txt", start=SEED003_START,
                      interval_s=10.0).frame.df
     # the sysstat 5 banner ("Linux REL (host) <TAB>date") is recognised: the first report
@@ -102,9 +102,9 @@ def test_rules_are_discovered() -> None:
 
 
 # ------------------------------------------------------------------------------------------
-# rule rmf_response_breakdown (seed 000)
+# rule rmf_response_breakdown ([Yuge])
 # ------------------------------------------------------------------------------------------
-def test_rmf_breakdown_seed000_before_disc_elevated() -> None:
+def test_rmf_breakdown_yuge_before_disc_elevated() -> None:
     found = rmf_response_breakdown.check(_rmf("before_1rank"))
     # the eight DB2 data volumes (1.49-1.53 ms); DB2L01/DB2W01 (0.42/0.38 ms), SYSRES,
     # PAGE01 are below 1 ms; LCU summary lines are not judged
@@ -131,7 +131,7 @@ def test_rmf_breakdown_seed000_before_disc_elevated() -> None:
     assert "The largest part is CONN (50 %)" in f.explanation
 
 
-def test_rmf_breakdown_seed000_after_fix_is_quiet() -> None:
+def test_rmf_breakdown_yuge_after_fix_is_quiet() -> None:
     # after spreading over two ranks every volume answers in 0.59-0.61 ms (< 1.0 ms)
     assert rmf_response_breakdown.check(_rmf("after_2ranks")) == []
 
@@ -173,7 +173,7 @@ def test_rmf_breakdown_severities_and_worst_runs() -> None:
 # ------------------------------------------------------------------------------------------
 # rule concentration
 # ------------------------------------------------------------------------------------------
-def test_concentration_seed000_rank_before_and_after() -> None:
+def test_concentration_yuge_rank_before_and_after() -> None:
     before = _rmf("before_1rank")
     before.devices["RANK:0000@ABCD1"].capability = _rank_capability()
     found = concentration.check(before)
@@ -270,7 +270,7 @@ def test_concentration_needs_two_sizeable_consumers() -> None:
 # ------------------------------------------------------------------------------------------
 # rule cache_hit_low
 # ------------------------------------------------------------------------------------------
-def test_cache_hit_seed000_near_100_pct_is_quiet() -> None:
+def test_cache_hit_yuge_near_100_pct_is_quiet() -> None:
     assert cache_hit_low.check(_rmf("before_1rank")) == []
 
 
@@ -311,10 +311,10 @@ def test_cache_hit_low_without_split_judges_total() -> None:
 
 
 # ------------------------------------------------------------------------------------------
-# rule busy_not_bottleneck (seed 003)
+# rule busy_not_bottleneck ([Insight-SSD9])
 # ------------------------------------------------------------------------------------------
-def test_seed003_select_on_hdd_is_busy_not_bottleneck() -> None:
-    df = _seed003("select-config5-1-1-hdd-cache1024m")
+def test_insight_ssd9_select_on_hdd_is_busy_not_bottleneck() -> None:
+    df = _insight_ssd9("select-config5-1-1-hdd-cache1024m")
     found = busy_not_bottleneck.check(AnalysisContext.build(df))
     assert len(found) == 1
     f = found[0]
@@ -334,18 +334,18 @@ def test_seed003_select_on_hdd_is_busy_not_bottleneck() -> None:
     assert _ev(f, "cpu_system_pct").value == pytest.approx(7.29, abs=1e-9)
     # 128 MB cache: 72.2 % busy, still 0 % iowait
     small = busy_not_bottleneck.check(AnalysisContext.build(
-        _seed003("select-config5-1-2-hdd-cache128m")))
+        _insight_ssd9("select-config5-1-2-hdd-cache128m")))
     assert [(x.severity, _ev(x, "util_pct").value) for x in small] == [("info", 72.2)]
 
 
-def test_seed003_select_on_ssd_is_not_busy() -> None:
+def test_insight_ssd9_select_on_ssd_is_not_busy() -> None:
     # SSD: 11.86 / 11.35 % util, below the 60 % busy threshold: nothing to explain
     for name in ("select-config5-2-1-ssd-cache1024m", "select-config5-2-2-ssd-cache128m"):
-        assert busy_not_bottleneck.check(AnalysisContext.build(_seed003(name))) == []
+        assert busy_not_bottleneck.check(AnalysisContext.build(_insight_ssd9(name))) == []
 
 
-def test_seed003_insert_disk_is_the_bottleneck() -> None:
-    ctx = AnalysisContext.build(_seed003("insert-hdd-invented"))
+def test_insight_ssd9_insert_disk_is_the_bottleneck() -> None:
+    ctx = AnalysisContext.build(_insight_ssd9("insert-hdd-invented"))
     found = busy_not_bottleneck.check(ctx)
     assert len(found) == 1
     f = found[0]
@@ -365,7 +365,7 @@ def test_seed003_insert_disk_is_the_bottleneck() -> None:
 
 
 def test_busy_without_cpu_data_says_cannot_tell() -> None:
-    df = _seed003("select-config5-1-1-hdd-cache1024m").filter(~pl.col("since_boot"))
+    df = _insight_ssd9("select-config5-1-1-hdd-cache1024m").filter(~pl.col("since_boot"))
     df = df.with_columns(
         [pl.lit(None, dtype=pl.Float64).alias(c) for c in
          ("cpu_user_pct", "cpu_nice_pct", "cpu_system_pct", "cpu_iowait_pct",
@@ -379,7 +379,7 @@ def test_busy_without_cpu_data_says_cannot_tell() -> None:
 
 
 # ------------------------------------------------------------------------------------------
-# rule oracle_waits (seed 003)
+# rule oracle_waits ([Insight-SSD9])
 # ------------------------------------------------------------------------------------------
 def _waits(path: Path) -> AnalysisContext:
     res = import_file(path)
@@ -394,7 +394,7 @@ def _avg(ctx: AnalysisContext, event: str) -> float:
 
 
 @pytest.mark.parametrize(("hdd", "ssd", "hdd_ms", "ssd_ms"), [
-    # seed 003's table: Time Waited (cs) / Waits: 14773/20004 = 0.74 cs (7.39 ms) vs
+    # [Insight-SSD9]'s table: Time Waited (cs) / Waits: 14773/20004 = 0.74 cs (7.39 ms) vs
     # 7387/20013 = 0.37 cs (3.69 ms)
     ("statspack/sp_817_config5-1-1_hdd_cache1024m.txt",
      "statspack/sp_817_config5-2-1_ssd_cache1024m.txt", 14773 * 10 / 20004,
@@ -407,7 +407,7 @@ def _avg(ctx: AnalysisContext, event: str) -> float:
     ("awr/awr_112_config5-1-1_hdd_cache1024m.txt",
      "awr/awr_19c_config5-2-1_ssd_cache1024m.txt", 148000 / 20004, 3.69),
 ])
-def test_seed003_scattered_read_waits_lower_on_ssd(hdd: str, ssd: str, hdd_ms: float,
+def test_insight_ssd9_scattered_read_waits_lower_on_ssd(hdd: str, ssd: str, hdd_ms: float,
                                                    ssd_ms: float) -> None:
     h = _avg(_waits(FIX / hdd), "db file scattered read")
     s = _avg(_waits(FIX / ssd), "db file scattered read")
@@ -419,7 +419,7 @@ def test_seed003_scattered_read_waits_lower_on_ssd(hdd: str, ssd: str, hdd_ms: f
             < _avg(_waits(FIX / hdd), "db file sequential read"))
 
 
-def test_seed003_hdd_single_block_reads_slowed_by_full_scans() -> None:
+def test_insight_ssd9_hdd_single_block_reads_slowed_by_full_scans() -> None:
     ctx = _waits(FIX / "statspack" / "sp_817_config5-1-1_hdd_cache1024m.txt")
     found = oracle_waits.check(ctx)
     # scattered reads (7.4 ms < 2 x 20 ms) and log file parallel write (6.6 ms, 32 waits
@@ -465,7 +465,7 @@ def test_oracle_waits_expectation_from_device_capability() -> None:
         ("critical", "db file sequential read"), ("critical", "log file parallel write")]
     assert _ev(found[0], "expected_ms").value == pytest.approx(0.1)
     assert _ev(found[0], "ratio_to_expected").value == pytest.approx(25300 / 424 / 0.1)
-    # seed 003 kept SYSTEM, UNDO and the redo logs on the hard disk sdb: with it in the
+    # [Insight-SSD9] kept SYSTEM, UNDO and the redo logs on the hard disk sdb: with it in the
     # analysis the slowest device sets E (8 ms; multi-block 8 + 1 MB / 150 MB/s = 14.8 ms)
     hdd = _ctx(_series("sdb", "disk", 1, host="dbsrv01", r_iops=10.0, w_iops=5.0))
     ctx.devices["sdb"] = hdd.devices["sdb"]
@@ -552,7 +552,7 @@ def test_capability_exceeded_runs_and_severity() -> None:
     assert "seed 000" not in f.explanation  # random reads: no mixed-sequential caveat
 
 
-def test_capability_exceeded_seed000_rank_mixed_caveat() -> None:
+def test_capability_exceeded_yuge_rank_mixed_caveat() -> None:
     ctx = _rmf("before_1rank")
     rank = ctx.devices["RANK:0000@ABCD1"]
     rank.attributes = Attributes(read_pct=57.0, seq_pct=99.2, seq_method="rmf-cache")

@@ -1,8 +1,8 @@
 """The seeds' own cases, end to end through the engine: each reaches the seed's conclusion.
 
-Fixtures (tests/fixtures/NOTICE): seed 001's quoted Solaris `iostat -x` reports, seed 000's
-RMF reports (before/after spreading the DB2 data over two ranks), seed 002's perfmon
-captures (Azure Premium SSD), seed 003's iostat and Statspack reports (HDD vs SSD).
+Fixtures (tests/fixtures/NOTICE): [Goodus]'s quoted Solaris `iostat -x` reports, [Yuge]'s
+RMF reports (before/after spreading the DB2 data over two ranks), [MS-Azure-JP]'s perfmon
+captures (Azure Premium SSD), [Insight-SSD9]'s iostat and Statspack reports (HDD vs SSD).
 """
 
 from __future__ import annotations
@@ -41,8 +41,8 @@ def _solaris(name: str) -> AnalysisResult:
                 interval_s=interval)
 
 
-# ---- seed 001 (Solaris) ---------------------------------------------------------------------
-def test_seed001_ssd2_137ms_at_100pct_busy_is_the_bottleneck() -> None:
+# ---- [Goodus] (Solaris) ---------------------------------------------------------------------
+def test_goodus_ssd2_137ms_at_100pct_busy_is_the_bottleneck() -> None:
     res = _solaris("seed001-iostat-x5-cp-maxcontig6.txt")
     ssd2 = _dev(res, "ssd2")
     assert ssd2.verdict == "bottleneck"
@@ -57,7 +57,7 @@ def test_seed001_ssd2_137ms_at_100pct_busy_is_the_bottleneck() -> None:
     assert any(f.window_end == res.end for f in crit)
 
 
-def test_seed001_sd0_1246ms_with_w33_is_flagged_and_idle_disks_are_clean() -> None:
+def test_goodus_sd0_1246ms_with_w33_is_flagged_and_idle_disks_are_clean() -> None:
     res = _solaris("seed001-iostat-x2-mkfile-maxcontig6.txt")
     sd0 = _dev(res, "sd0")
     assert sd0.verdict == "bottleneck"
@@ -70,8 +70,8 @@ def test_seed001_sd0_1246ms_with_w33_is_flagged_and_idle_disks_are_clean() -> No
         assert all(f.severity == "info" for f in _findings(res, idle))
 
 
-# ---- seed 000 (RMF, DS8000 rank) -----------------------------------------------------------
-def test_seed000_rank_near_its_limit_before_and_relieved_after_the_fix() -> None:
+# ---- [Yuge] (RMF, DS8000 rank) -----------------------------------------------------------
+def test_yuge_rank_near_its_limit_before_and_relieved_after_the_fix() -> None:
     before = _run(FIX / "rmf" / "seed000_before_1rank.txt")
     rank = _dev(before, "RANK:0000@ABCD1")
     # ~440 MB/s of mixed sequential I/O against what the rank does for that mix (~600 MB/s
@@ -106,8 +106,8 @@ def test_seed000_rank_near_its_limit_before_and_relieved_after_the_fix() -> None
     assert not _findings(after, "DB2D01", "rmf_response_breakdown")
 
 
-# ---- seed 002 (Windows perfmon, Azure Premium SSD) -------------------------------------------
-def test_seed002_premium_ssd_fine_at_3ms_and_the_cause_at_tens_of_ms() -> None:
+# ---- [MS-Azure-JP] (Windows perfmon, Azure Premium SSD) ----------------------------------
+def test_ms_azure_premium_ssd_fine_at_3ms_and_the_cause_at_tens_of_ms() -> None:
     opts = AnalysisOptions(strict=True, profiles={"AZVM-SQL01:E:": "azure-premium-p30",
                                                   "AZVM-SQL02:F:": "azure-premium-p30"})
     res = _run(FIX / "perfmon" / "relog-utf16-azure-2hosts.csv", opts)
@@ -145,11 +145,11 @@ def test_json_shape_matches_the_documented_schema() -> None:
     assert {"metric", "value", "threshold"} <= set(f["evidence"][0])
 
 
-# ---- seed 003 (Oracle on HDD vs SSD: iostat -x with CPU, Statspack waits) ----------------
+# ---- [Insight-SSD9] (Oracle on HDD vs SSD: iostat -x with CPU, Statspack waits) ----------------
 SEED003_START = datetime(2007, 8, 21, 10, tzinfo=UTC)
 
 
-def _seed003(name: str) -> AnalysisResult:
+def _insight_ssd9(name: str) -> AnalysisResult:
     r = import_file(FIX / "iostat" / f"seed003-{name}.txt", start=SEED003_START,
                     interval_s=10.0)
     df = r.frame.df
@@ -161,8 +161,8 @@ def _seed003(name: str) -> AnalysisResult:
     return analyze(df, None, None, STRICT)
 
 
-def test_seed003_select_on_hdd_is_busy_but_not_the_bottleneck() -> None:
-    res = _seed003("select-config5-1-1-hdd-cache1024m")
+def test_insight_ssd9_select_on_hdd_is_busy_but_not_the_bottleneck() -> None:
+    res = _insight_ssd9("select-config5-1-1-hdd-cache1024m")
     sdb = _dev(res, "sdb")
     assert sdb.attributes.util_mean_pct == pytest.approx(88.2, abs=0.05)
     assert sdb.verdict == "busy, not the bottleneck"
@@ -172,8 +172,8 @@ def test_seed003_select_on_hdd_is_busy_but_not_the_bottleneck() -> None:
     assert ev["cpu_user_nice_pct"] == pytest.approx(92.71)
 
 
-def test_seed003_ssd_serves_the_same_select_with_little_busy() -> None:
-    res = _seed003("select-config5-2-1-ssd-cache1024m")
+def test_insight_ssd9_ssd_serves_the_same_select_with_little_busy() -> None:
+    res = _insight_ssd9("select-config5-2-1-ssd-cache1024m")
     dev = next(d for d in res.devices if d.attributes.iops_mean and d.attributes.iops_mean > 1)
     assert dev.attributes.util_mean_pct is not None
     assert dev.attributes.util_mean_pct < 20.0
@@ -181,15 +181,15 @@ def test_seed003_ssd_serves_the_same_select_with_little_busy() -> None:
     assert not [f for f in res.findings if f.severity == "critical"]
 
 
-def test_seed003_insert_with_high_iowait_is_a_disk_bottleneck() -> None:
-    res = _seed003("insert-hdd-invented")
+def test_insight_ssd9_insert_with_high_iowait_is_a_disk_bottleneck() -> None:
+    res = _insight_ssd9("insert-hdd-invented")
     sdb = _dev(res, "sdb")
     assert sdb.verdict == "bottleneck"
     assert any(f.rule == "busy_not_bottleneck" and f.severity == "critical"
                for f in _findings(res, "sdb"))
 
 
-def test_seed003_ssd_waits_are_lower_per_event() -> None:
+def test_insight_ssd9_ssd_waits_are_lower_per_event() -> None:
     hdd = import_file(FIX / "statspack" / "sp_817_config5-1-1_hdd_cache1024m.txt")
     ssd = import_file(FIX / "statspack" / "sp_817_config5-2-1_ssd_cache1024m.txt")
     res_h = analyze(hdd.frame, hdd.waits, None, STRICT)
@@ -200,7 +200,7 @@ def test_seed003_ssd_waits_are_lower_per_event() -> None:
         row = df.filter(df["event"] == "db file scattered read").row(0, named=True)
         return float(row["time_waited_s"]) / float(row["waits"]) * 100.0  # centiseconds
 
-    # seed 003: 0.74 cs per scattered read on HDD vs 0.37 cs on SSD
+    # [Insight-SSD9]: 0.74 cs per scattered read on HDD vs 0.37 cs on SSD
     assert scattered(hdd.waits) == pytest.approx(0.74, abs=0.005)
     assert scattered(ssd.waits) == pytest.approx(0.37, abs=0.005)
     worst_h = max((f.rank for f in res_h.findings if f.rule == "oracle_waits"), default=-1)

@@ -28,7 +28,7 @@ from iogauge.analysis.service_model import (
 from iogauge.analysis.types import DeviceReport
 from iogauge.lab.emulated import constant_model
 from iogauge.lab.simulator import EPOCH, _as_model, simulate, simulate_max_iops
-from iogauge.lab.workloads import IoSize, Workload, seed004
+from iogauge.lab.workloads import IoSize, Workload, oe_paper
 from iogauge.model.device import DeviceInfo
 
 KIB = 1024
@@ -106,7 +106,7 @@ def test_raid5_under_oe_workloads_keeps_the_util_method() -> None:
     mx = simulate_max_iops(prof, "file-share", 30.0)
     frames, t = [], EPOCH
     for f in (0.1, 0.3, 0.5, 0.7, 0.9, 1.1):
-        wls = [w.with_rate(mx * f) for w in seed004("file-share", "A", threads=10)]
+        wls = [w.with_rate(mx * f) for w in oe_paper("file-share", "A", threads=10)]
         frames.append(simulate(_as_model(prof), wls, 20.0, seed=4, start=t).frame.df)
         t += timedelta(seconds=20)
     r = _report(pl.concat(frames))

@@ -9,7 +9,7 @@ import pytest
 from iogauge.lab import accel
 from iogauge.lab.profiles import build_model
 from iogauge.lab.simulator import simulate
-from iogauge.lab.workloads import seed004
+from iogauge.lab.workloads import oe_paper
 
 
 def _compiled_available() -> bool:
@@ -19,7 +19,7 @@ def _compiled_available() -> bool:
 
 def _run(profile: str) -> tuple[int, list[float]]:
     model = build_model(profile)
-    wls = seed004("file-share", "A", rate_iops=150, arrival="poisson")
+    wls = oe_paper("file-share", "A", rate_iops=150, arrival="poisson")
     res = simulate(model, wls, 20.0, interval_s=1.0, seed=7)
     df = res.frame.df
     return res.completed, [round(float(x), 9) for x in df["util_pct"].to_list()

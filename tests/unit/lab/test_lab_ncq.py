@@ -25,7 +25,7 @@ from iogauge.lab.hdd import HddModel, HddParams
 from iogauge.lab.profiles import build_model, load_profile
 from iogauge.lab.raid import RaidModel, RaidParams
 from iogauge.lab.simulator import simulate
-from iogauge.lab.workloads import IoSize, Workload, seed004
+from iogauge.lab.workloads import IoSize, Workload, oe_paper
 
 KIB = 1024
 
@@ -117,16 +117,16 @@ def test_ncq_off_gives_exactly_the_results_from_before_queueing() -> None:
                                           479631, 0, 0, 0, 0, 0, 0]
     assert _digest(hdd8.counters) == "cad51afec99e6484"
     fs = simulate(build_model(_as_recorded("raid5-6x400g")),
-                  seed004("file-share", "A+B", rate_iops=150),
+                  oe_paper("file-share", "A+B", rate_iops=150),
                   120.0, interval_s=20.0, seed=4)
     assert fs.counters[-1].tolist() == [14373, 0, 317730, 636470, 3627, 0, 83070, 208339, 0,
                                         88873, 844809, 0, 0, 0, 0, 0, 0]
     assert _digest(fs.counters) == "f696f18d56731648"
-    bk = simulate(build_model(_as_recorded("raid5-6x400g")), seed004("backup", "A"), 120.0,
+    bk = simulate(build_model(_as_recorded("raid5-6x400g")), oe_paper("backup", "A"), 120.0,
                   interval_s=20.0, seed=4)
     assert bk.counters[-1].tolist() == [7105, 0, 1818880, 558185, 6893, 0, 1764608, 641468,
                                         10, 120000, 1199653, 0, 0, 0, 0, 0, 0]
-    wc = simulate(build_model(_as_recorded("hdd-7200-400g")), seed004("file-share", "A"),
+    wc = simulate(build_model(_as_recorded("hdd-7200-400g")), oe_paper("file-share", "A"),
                   60.0, seed=5)
     assert wc.counters[-1].tolist() == [6392, 0, 142276, 487489, 1597, 0, 34282, 112235, 10,
                                         60000, 599724, 0, 0, 0, 0, 0, 0]
@@ -333,8 +333,8 @@ def test_queued_raid_issues_the_same_member_commands(is_write: bool, offset_kib:
 
 
 def test_simulator_with_ncq_is_deterministic_for_a_seed() -> None:
-    for profile, wls in (("hdd-7200-ncq", seed004("file-share", "A", threads=8)),
-                         ("raid5-6x400g-ncq", seed004("file-share", "A+B", rate_iops=200))):
+    for profile, wls in (("hdd-7200-ncq", oe_paper("file-share", "A", threads=8)),
+                         ("raid5-6x400g-ncq", oe_paper("file-share", "A+B", rate_iops=200))):
         a = simulate(build_model(profile), wls, 40.0, interval_s=2.0, seed=5)
         b = simulate(build_model(profile), wls, 40.0, interval_s=2.0, seed=5)
         c = simulate(build_model(profile), wls, 40.0, interval_s=2.0, seed=6)

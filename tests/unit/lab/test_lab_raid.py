@@ -1,5 +1,5 @@
 """RAID-0/5: layout, the RAID-5 small-write penalty (4 member I/Os), full-stripe writes, and
-seed 004's test device profile."""
+[Oe]'s test device profile."""
 
 from __future__ import annotations
 

@@ -22,7 +22,7 @@ from iogauge.lab.simulator import (
     simulate,
     simulate_max_iops,
 )
-from iogauge.lab.workloads import IoSize, Region, Workload, seed004
+from iogauge.lab.workloads import IoSize, Region, Workload, oe_paper
 from iogauge.model.sampleframe import SampleFrame
 
 KIB = 1024
@@ -95,7 +95,7 @@ def test_queueing_on_one_channel_and_parallelism_on_several() -> None:
 
 
 def test_frame_is_the_sysstat_derivation_of_the_counters() -> None:
-    res = simulate(build_model("raid5-6x400g"), seed004("file-share", "A", rate_iops=150),
+    res = simulate(build_model("raid5-6x400g"), oe_paper("file-share", "A", rate_iops=150),
                    60.0, interval_s=5.0, seed=9)
     c = res.counters
     ones = np.ones_like(c[1:], dtype=np.bool_)
@@ -113,7 +113,7 @@ def test_frame_is_the_sysstat_derivation_of_the_counters() -> None:
 
 
 def test_same_seed_same_frame_other_seed_other_frame() -> None:
-    wls = seed004("file-share", "A+B", rate_iops=120)
+    wls = oe_paper("file-share", "A+B", rate_iops=120)
     a = simulate(build_model("raid5-6x400g"), wls, 40.0, interval_s=2.0, seed=5)
     b = simulate(build_model("raid5-6x400g"), wls, 40.0, interval_s=2.0, seed=5)
     c = simulate(build_model("raid5-6x400g"), wls, 40.0, interval_s=2.0, seed=6)
@@ -125,7 +125,7 @@ def test_same_seed_same_frame_other_seed_other_frame() -> None:
 
 @pytest.mark.parametrize("profile", ["hdd-7200", "raid5-6x400g", "ssd-sata"])
 def test_littles_law_and_util_bounds(profile: str) -> None:
-    res = simulate(build_model(profile), seed004("file-share", "A", threads=6), 60.0,
+    res = simulate(build_model(profile), oe_paper("file-share", "A", threads=6), 60.0,
                    interval_s=10.0, seed=1)
     df = res.frame.df
     assert (df["util_pct"] <= 100.0).all()
@@ -221,7 +221,7 @@ def test_offsets_sizes_and_mix_follow_the_workload() -> None:
             seen.append(req)
             return 0.001
 
-    w = seed004("backup", "B")[0]
+    w = oe_paper("backup", "B")[0]
     m = Recorder(0.001)
     m.capacity_bytes = 2 * 10**12
     simulate(m, w, 20.0, seed=4)
@@ -258,7 +258,7 @@ def test_simulate_max_iops_accepts_names_and_rescales() -> None:
     # The geometry is stretched onto the smaller device: the same fractions, the same IOPS.
     assert small == pytest.approx(full, rel=0.05)
     assert 60.0 < full < 200.0
-    wl = seed004("file-share", "A", rate_iops=5.0)  # caps are removed
+    wl = oe_paper("file-share", "A", rate_iops=5.0)  # caps are removed
     assert simulate_max_iops("hdd-7200", wl, duration_s=60, seed=1) == pytest.approx(full)
 
 
@@ -267,8 +267,8 @@ def test_policy_controller_drives_a_guarantee_policy() -> None:
 
     policy = make_policy("paper", Targets(protected={"A": 50.0}, throttled=("B",)))
     decisions: list[object] = []
-    a = seed004("file-share", "A", rate_iops=60.0)[0]
-    b = seed004("backup", "B", rate_iops=200.0)[0]
+    a = oe_paper("file-share", "A", rate_iops=60.0)[0]
+    b = oe_paper("backup", "B", rate_iops=200.0)[0]
     res = simulate(build_model("raid5-6x400g"), [a, b], 200.0, interval_s=20.0, seed=1,
                    controller=policy_controller(policy, decisions))
     assert len(decisions) == 10
@@ -299,7 +299,7 @@ def test_group_limits_are_reported_for_the_interval_they_are_in_force() -> None:
 
 
 def test_user_level_cap_counts_per_second_before_issue() -> None:
-    # Seed 004's actuator (IopsLimit.iops): 4 threads that could do 4,000 IOPS at 1 ms are
+    # [Oe]'s actuator (IopsLimit.iops): 4 threads that could do 4,000 IOPS at 1 ms are
     # held to the cap per wall-clock second, and the smaller of it and their own cap wins.
     w = w4k(threads=4, group="B", arrival="per_second")
     res = simulate(Fixed(0.001, channels=4), w, 10.0, limits={"B": IopsLimit(iops=30.0)})
@@ -346,4 +346,4 @@ def test_throttle_release_advances_past_the_clock_resolution() -> None:
     at = b.ready_at(t)
     assert at > t
     assert b.take(at)
-    # (Found when seed 004's evaluation 2 -- B throttled to 29.6 reads/s -- hung at 512 s.)
+    # (Found when [Oe]'s evaluation 2 -- B throttled to 29.6 reads/s -- hung at 512 s.)

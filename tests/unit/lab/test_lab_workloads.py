@@ -1,4 +1,4 @@
-"""Seed 004's workloads, their fio job files, and the draws the simulator makes from them."""
+"""[Oe]'s workloads, their fio job files, and the draws the simulator makes from them."""
 
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ from iogauge.lab.workloads import (
     bundled_job_files,
     file_share,
     fio_job,
-    seed004,
+    oe_paper,
 )
 
 KIB = 1024
@@ -50,12 +50,12 @@ def test_backup_is_table_2_scaled_to_the_partition() -> None:
 
 
 def test_a_plus_b_splits_threads_and_cap_into_two_groups() -> None:
-    a, b = seed004("backup", "A+B", threads=10, rate_iops=60.0)
+    a, b = oe_paper("backup", "A+B", threads=10, rate_iops=60.0)
     assert (a.group, b.group) == ("A", "B")
     assert (a.threads, b.threads) == (5, 5)
     assert (a.rate_iops, b.rate_iops) == (30.0, 30.0)
-    with pytest.raises(ValueError, match="unknown seed-004 workload"):
-        seed004("oltp")
+    with pytest.raises(ValueError, match=r"unknown \[Oe\] workload"):
+        oe_paper("oltp")
     with pytest.raises(ValueError, match="placement"):
         file_share("C")
 

@@ -157,7 +157,7 @@ def test_grid_keeps_one_real_point_per_occupied_cell(case: tuple[pl.DataFrame, i
 
 
 def test_grid_of_a_diagonal_keeps_one_point_per_column_and_the_top() -> None:
-    # 10,000 points on util = 0.5 %/IOPS x IOPS (seed 004's linear region) on a 100 x 50 grid
+    # 10,000 points on util = 0.5 %/IOPS x IOPS ([Oe]'s linear region) on a 100 x 50 grid
     # of [0, 200] x [0, 100]: cells are 2 IO/s x 2 %, the diagonal crosses one per column
     iops = np.linspace(0, 200, 10_000)  # step 200 / 9,999
     df = pl.DataFrame({"x": iops, "y": iops * 0.5})

@@ -87,7 +87,7 @@ def _sda() -> tuple[SampleFrame, AnalysisResult]:
         [Evidence("util_pct", 99.9, "%", 90.0, ">=", "worst interval"),
          Evidence("w_iops", 5934.0, "IO/s")],
         "The disk was busy nearly all the time.", "Check whether the writes can be spread.",
-        "seed 004 §5.5 (Microsoft Learn https://learn.microsoft.com/azure/virtual-machines/"
+        "[Oe] (Microsoft Learn https://learn.microsoft.com/azure/virtual-machines/"
         "disks-performance)")
     rep = _report(
         "sda", "near limit", "99.9 % busy at 5,934 IO/s", host=str(host),
@@ -107,7 +107,7 @@ def _sda() -> tuple[SampleFrame, AnalysisResult]:
 
 
 def _rmf() -> tuple[SampleFrame, AnalysisResult]:
-    """Seed 000's RMF report: one report per device, the rank a bottleneck."""
+    """[Yuge]'s RMF report: one report per device, the rank a bottleneck."""
     frame = import_file(RMF).frame
     names = frame.df.select("device", "device_kind").unique(maintain_order=True).rows()
     start = datetime(2016, 6, 13, 10, 0, tzinfo=UTC)
@@ -119,7 +119,7 @@ def _rmf() -> tuple[SampleFrame, AnalysisResult]:
     findings.append(Finding("capability_exceeded", "critical", "RANK:0000@ABCD1", start,
                             start + timedelta(minutes=2), "rank beyond ~600 MB/s mixed",
                             [Evidence("MBps", 442.1, "MB/s", 318.7, ">=")], "why", "do",
-                            "seed 000 §5.1"))
+                            "[Yuge]"))
     return frame, AnalysisResult(reps, findings, 60.0, 60.0, start,
                                  start + timedelta(minutes=2))
 
@@ -142,7 +142,7 @@ def test_report_is_one_file_with_no_network_reference() -> None:
     assert "content=\"default-src 'none';" in page
     # the finding's source cites a URL: as text only
     assert page.count("https://learn.microsoft.com") == 2  # the finding card + embedded JSON
-    assert "seed 004 §5.5 (Microsoft Learn https://learn.microsoft.com/" in page
+    assert "[Oe] (Microsoft Learn https://learn.microsoft.com/" in page
 
 
 def test_every_device_has_a_section_and_every_chart_its_data() -> None:
@@ -321,7 +321,7 @@ def test_waits_table_lists_each_event_once_per_interval() -> None:
     waits = page[page.index("<section id='waits'>"):]
     waits = waits[:waits.index("</section>")]
     # 'db file sequential read' is in two sections of the report: one row, the seed's
-    # 659 waits, 342 s, 519 ms per wait (seed 003, config 5-1-2)
+    # 659 waits, 342 s, 519 ms per wait ([Insight-SSD9], config 5-1-2)
     row = re.findall(r"<tr class=io><td>db file sequential read</td>.*?</tr>", waits)
     assert len(row) == 1
     assert "<td class='num'>659</td><td class='num'>342.0 s</td>" in row[0]

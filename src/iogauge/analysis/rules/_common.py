@@ -58,11 +58,11 @@ from iogauge.model.timeline import RelativeTimeline
 MAX_FINDINGS_PER_DEVICE = 3
 
 #: A run is *sustained* when it covers at least this many sampling intervals ...
-#: One sample can be a transient; three in a row is a pattern (seed 004 reacts to
-#: %util = 100 "in >= 3 of the last 10 samples", DESIGN §5.5).
+#: One sample can be a transient; three in a row is a pattern ([Oe] reacts to
+#: %util = 100 "in >= 3 of the last 10 samples").
 SUSTAINED_MIN_INTERVALS = 3
 #: ... or at least this many seconds of averaged data: a single 5-min (or longer) interval
-#: is already a mean that smooths transients (seed 000 recommends <= 5 min intervals).
+#: is already a mean that smooths transients ([Yuge] recommends <= 5 min intervals).
 SUSTAINED_MIN_S = 300.0
 
 #: Below this many operations per second a window is idle: a mean latency over a handful
@@ -144,15 +144,15 @@ def level_expr(critical: pl.Expr | None = None, warning: pl.Expr | None = None,
 # ------------------------------------------------------------------------------------------
 # response-time expectations per window (shared by response_time_target / solaris_service_time)
 # ------------------------------------------------------------------------------------------
-#: Windows guidance (seed 002, quoting Microsoft TechNet Magazine "Measuring Server
+#: Windows guidance ([MS-Azure-JP], quoting Microsoft TechNet Magazine "Measuring Server
 #: Performance", https://docs.microsoft.com/ja-jp/previous-versions/technet-magazine/
 #: cc718984(v=msdn.10)): response times should stay within 25 ms in general.
 WINDOWS_GUIDANCE_MS = 25.0
-WINDOWS_GUIDANCE_SRC = ("Windows guidance: Avg. Disk sec/Read|Write <= 25 ms (seed 002 "
+WINDOWS_GUIDANCE_SRC = ("Windows guidance: Avg. Disk sec/Read|Write <= 25 ms ([MS-Azure-JP] "
                         "§5.3, Microsoft TechNet Magazine 'Measuring Server Performance', "
                         "https://docs.microsoft.com/ja-jp/previous-versions/technet-magazine/"
                         "cc718984(v=msdn.10))")
-#: Kinds whose statistics come from Windows Performance Monitor (seed 002's counters).
+#: Kinds whose statistics come from Windows Performance Monitor ([MS-Azure-JP]'s counters).
 WINDOWS_KINDS = frozenset({"logical_disk", "physical_disk"})
 
 

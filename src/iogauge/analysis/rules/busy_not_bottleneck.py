@@ -89,9 +89,9 @@ PSI_COLUMNS = ("psi_io_some_pct", "psi_io_full_pct")
 PSI_SOURCE = ("[Insight-SSD9] (busy, or the bottleneck?); Linux kernel "
               "Documentation/accounting/psi.rst (/proc/pressure/io: share of time some or all "
               "non-idle tasks stalled on I/O)")
-SOURCE = ("seed 003 §5.4 (DESIGN.md: iostat %util with %user/%iowait; SELECT 88.2 % util, "
+SOURCE = ("[Insight-SSD9] (iostat %util with %user/%iowait; SELECT 88.2 % util, "
           "0 % iowait, ~90 % user = busy, not the bottleneck; INSERT high %iowait, low "
-          "%user = disk bottleneck); seed 004 §5.5 (knee at 80-95 % busy)")
+          "%user = disk bottleneck); [Oe] (knee at 80-95 % busy)")
 
 
 def check(ctx: AnalysisContext) -> list[Finding]:

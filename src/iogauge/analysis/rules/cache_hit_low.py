@@ -59,7 +59,7 @@ HIT_WARN_PCT = 80.0
 HIT_CRITICAL_PCT = 50.0
 READ_HEAVY_PCT = 50.0
 SEQ_READ_MAX_PCT = 50.0
-SOURCE = ("seed 000 §5.1 step 2 (DESIGN.md: cache hit ratio as an application attribute, "
+SOURCE = ("[Yuge] (cache hit ratio as an application attribute, "
           "RMF Cache Subsystem Activity); IBM z/OS RMF Report Analysis SC34-2665, Cache "
           "Subsystem Activity (READ/WRITE/TOTAL H/R); thresholds: iogauge, from the cost of "
           "a read miss (~8 ms disk access) against a hit (~0.3 ms)")

@@ -64,11 +64,11 @@ CLEARLY_BEYOND_PCT = 110.0
 #: Response time at or above this multiple of the profile's typical latency counts as
 #: elevated (queueing has at least doubled the service time: utilisation >= 50 % in M/M/1).
 ELEVATED_LATENCY_X = 2.0
-#: Seed 000's caveat applies to mixes with reads in this range and a sequential majority.
+#: [Yuge]'s caveat applies to mixes with reads in this range and a sequential majority.
 MIXED_READ_PCT = (20.0, 80.0)
 MIXED_SEQ_MIN_PCT = 50.0
-SOURCE = ("seed 000 §5.1 step 3 (DESIGN.md: judge load against the device's capability for "
-          "the observed attributes; mixed R/W lowers sequential capability); seed 004 §5.5 "
+SOURCE = ("[Yuge] (judge load against the device's capability for "
+          "the observed attributes; mixed R/W lowers sequential capability); [Oe] "
           "(proportional-limit busy rate 80-95 %); capability figures: the profile's sources")
 
 

@@ -77,9 +77,9 @@ NOT_A_RESOURCE = frozenset({"lcu", "tablespace", "datafile", "port"})
 _WORDS: dict[str, str] = {"volume": "volumes", "partition": "partitions",
                           "logical_disk": "LogicalDisks", "dm": "dm devices",
                           "md": "md arrays"}
-SOURCE = ("seed 000 §5.1 step 3 (DESIGN.md: volumes on one DS8000 rank interfere; ~440 of "
+SOURCE = ("[Yuge] (volumes on one DS8000 rank interfere; ~440 of "
           "~600 MB/s with mixed R/W was the rank limit; spreading over two ranks: 1.5 -> "
-          "0.6 ms); seed 004 §5.5 (proportional-limit busy rate 80-95 %)")
+          "0.6 ms); [Oe] (proportional-limit busy rate 80-95 %)")
 
 
 def check(ctx: AnalysisContext) -> list[Finding]:

@@ -32,12 +32,12 @@ RULE_ID = "interval_too_coarse"
 DESCRIPTION = ("Sampling interval longer than 5 min (info) or 30 min (warning): peaks are "
                "averaged away; collect at <= 5 min, 1 min when investigating (seed 000).")
 
-#: Longest interval that still shows peaks (seed 000: <= 5 min).
+#: Longest interval that still shows peaks ([Yuge]: <= 5 min).
 MAX_INTERVAL_S = 300.0
-#: Interval seed 000 shows hiding a saturation (30-min RMF intervals).
+#: Interval [Yuge] shows hiding a saturation (30-min RMF intervals).
 HIDES_PEAKS_S = 1800.0
 
-SOURCE = ("seed 000 §5.1 (RMF: 30-minute intervals hide peaks; use <= 5 min, 1 min when "
+SOURCE = ("[Yuge] (RMF: 30-minute intervals hide peaks; use <= 5 min, 1 min when "
           "investigating)")
 
 #: How to sample every minute, by source format.

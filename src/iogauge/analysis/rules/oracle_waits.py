@@ -84,11 +84,11 @@ SECTION_RANK: dict[str, int] = {"wait events": 0, "foreground wait events": 0,
                                 "background wait events": 1, "top timed events": 2}
 #: Kinds that are not storage a database file lives on.
 _NOT_STORAGE = frozenset({"datafile", "tablespace", "lcu", "port", "ram", "loop"})
-SOURCE = ("seed 003 §5.4 (DESIGN.md: Statspack avg wait per event, HDD 0.74/1.11 cs vs SSD "
+SOURCE = ("[Insight-SSD9] (Statspack avg wait per event, HDD 0.74/1.11 cs vs SSD "
           "0.37/0.25 cs per db file scattered read; full scans slow single-block reads); "
           "Oracle Enterprise Manager 11g online help, I/O: Latency for Synchronous Single "
           "Block Reads (< 10 ms satisfactory); Oracle Database Reference, "
-          "DB_FILE_MULTIBLOCK_READ_COUNT (1 MB); seed 001 §5.2 (>= 50 ms bottleneck)")
+          "DB_FILE_MULTIBLOCK_READ_COUNT (1 MB); [Goodus] §3.4 (>= 50 ms bottleneck)")
 
 _KEYS = ("host", "db_name", "instance")
 

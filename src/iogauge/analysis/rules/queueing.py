@@ -86,7 +86,7 @@ BURST_FACTOR = 2.0
 #: rho is capped here for the M/M/1 expectation (1 / (1 - rho) is infinite at 100 % busy).
 RHO_CAP = 0.99
 
-#: The device-queue note is made only when the response time is above seed 001's normal
+#: The device-queue note is made only when the response time is above [Goodus]'s normal
 #: 30 ms: below that nobody asks where the time goes.
 SLOW_MS = 30.0
 
@@ -98,8 +98,8 @@ EXCLUDED_KINDS = frozenset({"ram", "port", "lcu", "tablespace", "datafile"})
 SYSSTAT_SOURCES = frozenset({"iostat", "iostat-json", "sar", "sadf", "sa", "diskstats",
                              "linux-diskstats"})
 
-SOURCE = ("seed 001 §2 (response time = service time + queue wait; Solaris iostat wait/actv, "
-          "wsvc_t/asvc_t), seed 004 §5.5 (service time = busy / IOPS), Little's law "
+SOURCE = ("[Goodus] §2 (response time = service time + queue wait; Solaris iostat wait/actv, "
+          "wsvc_t/asvc_t), [Oe] (service time = busy / IOPS), Little's law "
           "L = X R and the M/M/1 queue R/S = 1/(1 - rho)")
 
 _SPLIT = "split"

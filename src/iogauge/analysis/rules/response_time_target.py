@@ -77,7 +77,7 @@ DESCRIPTION = ("Read and write response time against the target of each window: 
 #: A mean at least this many times the target is critical (see the module docstring).
 CRITICAL_FACTOR = 2.0
 
-SOURCE = ("seed 002 §5.3 (Azure Premium SSD < 10 ms by design; Windows <= 25 ms, SQL Server "
+SOURCE = ("[MS-Azure-JP] (Azure Premium SSD < 10 ms by design; Windows <= 25 ms, SQL Server "
           "<= 10 ms; per-window targets; compare peaks, not only means)")
 
 

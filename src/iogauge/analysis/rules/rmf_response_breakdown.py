@@ -95,10 +95,10 @@ ADVICE: dict[str, str] = {
     "conn_ms": "Transfer time follows transfer size: check the I/O sizes and channel "
                "utilisation (CHANNEL PATH ACTIVITY); zHPF and faster links shorten it.",
 }
-SOURCE = ("seed 000 §5.1 step 1 (DESIGN.md); IBM z/OS RMF Report Analysis SC34-2665, Direct "
+SOURCE = ("[Yuge]; IBM z/OS RMF Report Analysis SC34-2665, Direct "
           "Access Device Activity report; IBM 'Measuring I/O response time' "
           "(https://www.ibm.com/docs/en/zdsfcp/2.1.0?topic=resources-measuring-io-response-"
-          "time); thresholds: iogauge, between seed 000's before (1.5 ms) and after (0.6 ms) "
+          "time); thresholds: iogauge, between [Yuge]'s before (1.5 ms) and after (0.6 ms) "
           "values")
 
 

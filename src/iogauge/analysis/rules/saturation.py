@@ -83,7 +83,7 @@ DESCRIPTION = ("Saturation and drop-off: %util >= 95 % with throughput flat whil
                "climbs (one-at-a-time devices; above the knee = near saturation), or latency "
                "climbing with flat throughput on parallel devices (seeds 001, 004).")
 
-#: Knee (proportional-limit busy rate) when the capacity model has none: seed 004 observed
+#: Knee (proportional-limit busy rate) when the capacity model has none: [Oe] observed
 #: 80-95 % in its workloads; the low end warns before the non-linear region.
 DEFAULT_KNEE_PCT = 80.0
 #: %util from which a one-at-a-time device is saturated (100 % busy is the maximum; iostat
@@ -107,10 +107,10 @@ MIN_ACTIVE_WINDOWS = 4
 #: Kinds that are not devices with a capacity of their own.
 EXCLUDED_KINDS = frozenset({"ram", "tablespace", "datafile"})
 
-SOURCE = ("seed 001 §2 (drop-off: as utilization nears 100 % response time climbs and "
-          "throughput flattens), seed 004 §5.5 (%util linear in IOPS up to the "
-          "proportional-limit busy rate, 80-95 %), DESIGN §4 (%util is a capacity measure "
-          "only for one-at-a-time devices)")
+SOURCE = ("[Goodus] §2 (drop-off: as utilization nears 100 % response time climbs and "
+          "throughput flattens), [Oe] (%util linear in IOPS up to the "
+          "proportional-limit busy rate, 80-95 %), [sysstat] iostat(1) (%util is a "
+          "capacity measure only for one-at-a-time devices)")
 
 
 @dataclass(frozen=True)

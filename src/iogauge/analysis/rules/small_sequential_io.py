@@ -80,7 +80,7 @@ CLUSTER_MIN_KB = 16.0
 
 EXCLUDED_KINDS = frozenset({"ram", "port", "lcu", "tablespace", "datafile"})
 
-SOURCE = ("seed 001 §4.3-4.6 (UFS maxcontig 6 -> 128: read-ahead/write-behind cut IOPS for "
+SOURCE = ("[Goodus] §4.3-4.6 (UFS maxcontig 6 -> 128: read-ahead/write-behind cut IOPS for "
           "sequential work, a 500 MB copy ~3x faster; maxphys caps the transfer; harmful for "
           "small random files)")
 

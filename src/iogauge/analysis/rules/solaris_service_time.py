@@ -68,23 +68,23 @@ DESCRIPTION = ("Seed 001's rule of thumb on response time (svc_t/await) with bus
                "and %w: >= 50 ms at >= 20 % busy is a bottleneck, > 30 ms at > 5 % busy is "
                "above normal, %w >= 5 % is heavily loaded.")
 
-#: svc_t at or below this is normal (seed 001 §3.4).
+#: svc_t at or below this is normal ([Goodus] §3.4).
 NORMAL_MS = 30.0
-#: svc_t at or above this with busy >= BOTTLENECK_BUSY_PCT is a bottleneck (seed 001 §3.4).
+#: svc_t at or above this with busy >= BOTTLENECK_BUSY_PCT is a bottleneck ([Goodus] §3.4).
 BOTTLENECK_MS = 50.0
-#: Busy above which 30-50 ms is no longer normal (seed 001: "30-50 ms with %b <= 5 %").
+#: Busy above which 30-50 ms is no longer normal ([Goodus]: "30-50 ms with %b <= 5 %").
 LIGHT_BUSY_PCT = 5.0
-#: Busy from which >= 50 ms is a bottleneck (seed 001).
+#: Busy from which >= 50 ms is a bottleneck ([Goodus]).
 BOTTLENECK_BUSY_PCT = 20.0
-#: %w (wait queue non-empty) from which a disk is heavily loaded (seed 001).
+#: %w (wait queue non-empty) from which a disk is heavily loaded ([Goodus]).
 HEAVY_WAIT_PCT = 5.0
 
 #: Kinds the rule of thumb does not apply to: memory, paths and aggregates, not disks.
 EXCLUDED_KINDS = frozenset({"ram", "port", "lcu", "tablespace"})
 
-SOURCE = ("seed 001 §3.4 (Solaris iostat -x rules of thumb: svc_t <= 30 ms normal; 30-50 ms "
+SOURCE = ("[Goodus] §3.4 (Solaris iostat -x rules of thumb: svc_t <= 30 ms normal; 30-50 ms "
           "with %b <= 5 % normal; svc_t >= 50 ms with %b >= 20 % = bottleneck; %w >= 5 % = "
-          "heavily loaded), DESIGN §5.2")
+          "heavily loaded)")
 
 
 def check(ctx: AnalysisContext) -> list[Finding]:

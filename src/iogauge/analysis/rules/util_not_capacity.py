@@ -46,17 +46,17 @@ DESCRIPTION = ("Says what the data cannot support: %util >= 80 % on devices that
                "requests in parallel (or unknown) is not saturation; devices without "
                "response times cannot be judged by the latency rules.")
 
-#: %util from which a note is worth making (seed 004: knees at 80-95 %).
+#: %util from which a note is worth making ([Oe]: knees at 80-95 %).
 HIGH_UTIL_PCT = 80.0
 #: %util above this proves the source counts busy time that is not "one at a time".
 OVER_FULL_PCT = 100.0
 
-SOURCE_UTIL = ("DESIGN §4 (%util is a capacity measure only for one-at-a-time devices); "
-               "sysstat iostat(1) manual, %util: 'for devices serving requests in parallel, "
+SOURCE_UTIL = ("[sysstat] iostat(1) manual, %util: 'for devices serving requests in parallel, "
                "such as RAID arrays and modern SSDs, this number does not reflect their "
-               "performance limits'; seed 004 §5.5 (known weaknesses)")
-SOURCE_LATENCY = ("DESIGN §7 (say when the data cannot support a judgement); seed 002 "
-                  "§5.3 (response time is the judgement metric)")
+               "performance limits' (a capacity measure only for one-at-a-time devices); "
+               "[Oe] (busy rate per IOPS measured on single-device members)")
+SOURCE_LATENCY = ("[MS-Azure-JP] (response time is the judgement metric); iogauge says "
+                  "when the data cannot support a judgement")
 
 
 def check(ctx: AnalysisContext) -> list[Finding]:
