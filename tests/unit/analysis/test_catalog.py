@@ -14,7 +14,7 @@ from iogauge.analysis.catalog import (
     Catalog,
     CatalogError,
     Mix,
-    _builtin_dir,
+    builtin_dir,
     capability,
     capability_for,
     expected,
@@ -72,7 +72,7 @@ def _walk_numbers(node: Any, path: str, out: list[tuple[str, Any]]) -> None:
 
 
 def test_builtin_files_every_number_is_a_sourced_figure() -> None:
-    files = sorted(_builtin_dir().glob("*.toml"))
+    files = sorted(builtin_dir().glob("*.toml"))
     assert [f.name for f in files] == ["aws.toml", "azure.toml", "gcp.toml", "hdd.toml",
                                        "raid.toml", "ssd.toml", "virtual.toml"]
     checked = 0
