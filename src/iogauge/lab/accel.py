@@ -2,8 +2,8 @@
 
 The simulator spends most of its time in the disk models' per-command arithmetic (seek,
 rotation, zoned transfer, write-back destaging; a RAID-5 small write is four member
-commands). Pure Python does one hour of [Oe]'s 200-IOPS file-share workload on the
-6-disk RAID-5 in ~16-20 s; the issue asks for under 10 s. ``scripts/build_accel.py`` (run by
+commands), and pure Python missed the 10 s target for one simulated hour of the 6-disk
+RAID-5 (figures in ``benchmarks/README.md``). ``scripts/build_accel.py`` (run by
 ``make install``) compiles ``hdd.py``, ``raid.py`` and ``ssd.py`` unchanged with mypyc
 into the separate package ``iogauge_accel`` (~3x faster), stamping each compiled module
 with the SHA-256 of the source it was built from.

@@ -2,10 +2,8 @@
 
 Deterministic for a seed (numpy ``Generator``; events at equal times run in the order they
 were scheduled). The event loop is a heap of plain tuples, random draws are made in numpy
-batches, and the models' hot paths are inlined: ~6 us of CPU per request for the loop
-itself, plus the model's share (an HDD ~2-3 us, [Oe]'s RAID-5 with write-back members
-~15 us) on the development VM; ``benchmarks/simulator_speed.py`` measures an hour of a
-200-IOPS device per profile.
+batches, and the models' hot paths are inlined; ``benchmarks/simulator_speed.py`` measures
+an hour of a 200-IOPS device per profile (figures in ``benchmarks/README.md``).
 
 What happens to one request::
 
@@ -22,9 +20,8 @@ command, a RAID phase reaching its members) with ``at``, which run in time order
 the simulator's, and reports each request's completion time with ``complete`` as soon as
 it is known; the completion then happens as for any model. ``channels`` is the queue
 depth the host may fill (a drive's NCQ tags, a controller's queue); requests beyond it
-wait in the same FIFO. Those events roughly double the heap traffic: an hour of the
-benchmark's 200 IOPS on ``raid5-6x400g-ncq`` took 11-16 us of CPU per request against
-8-10 us for ``raid5-6x400g`` in the same runs (compiled models, loaded dev VM).
+wait in the same FIFO. Those events roughly double the heap traffic, so queued models
+cost more per request.
 
 **Counters exactly as the kernel keeps them** (block/genhd.c ``diskstats_show``, 6.x): a
 request is in flight from submission to the device until completion (blk-throttle holds a
