@@ -65,6 +65,10 @@ def _offending_lines() -> list[str]:
         for no, line in enumerate(text.splitlines(), 1):
             if PRIVATE.search(line):
                 out.append(f"{path.relative_to(ROOT)}:{no}: {line.strip()[:100]}")
+        # an id broken over two lines ("seed" at a line's end, "004" on the next)
+        joined = re.sub(r"\s*\n\s*(?:#:?\s*)?", " ", text)
+        out += [f"{path.relative_to(ROOT)}: ...{m.group(0)}..."
+                for m in re.finditer(r"(?i)seed 0\d\d", joined) if m.group(0) not in text]
     return out
 
 

@@ -5,10 +5,14 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 
 from iogauge.cli.common import MEDIA_HELP, err, out, paced, user_errors, warn
+
+if TYPE_CHECKING:
+    from iogauge.collector.linux import IntervalResult, LinuxCollector
 
 
 def diagnose(
@@ -37,12 +41,10 @@ def diagnose(
     """
     # imported here, not at start-up: the collector, the engine and the report pull in
     # polars, numpy, the catalog and every rule
-    from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
-
     from iogauge.analysis.engine import AnalysisOptions, analyze
     from iogauge.analysis.summary import summarize
     from iogauge.cli.analyze_cmd import parse_media
-    from iogauge.collector.linux import IntervalResult, LinuxCollector, frame_from_results
+    from iogauge.collector.linux import LinuxCollector, frame_from_results
     from iogauge.reporting.analysis_terminal import print_analysis
     from iogauge.reporting.html_report import render_report, write_report
     from iogauge.reporting.terminal import print_summary
@@ -52,21 +54,7 @@ def diagnose(
                              partitions=partitions)
         for m in col.prime():
             warn(m)
-        count = max(1, round(duration / interval))
-        results: list[IntervalResult] = []
-        with Progress(TextColumn("sampling"), BarColumn(), TextColumn("{task.completed}/"
-                      "{task.total} samples"), TimeRemainingColumn(), console=err,
-                      transient=True, disable=not err.is_terminal) as progress:
-            task = progress.add_task("sampling", total=count)
-            try:
-                for _ in paced(interval, count):
-                    res = col.sample()
-                    for m in res.messages:
-                        warn(m)
-                    results.append(res)
-                    progress.advance(task)
-            except KeyboardInterrupt:
-                err.print("interrupted: summarising what was sampled")
+        results = _sample(col, max(1, round(duration / interval)), interval)
         host = col.host
         frame = frame_from_results(results, host=host)
         infos = col.device_info()
@@ -94,3 +82,25 @@ def diagnose(
         if html_out is not None:
             p = write_report(html_out, render_report(frame, result, title=title))
             err.print(f"HTML report written to {p}")
+
+
+def _sample(col: LinuxCollector, count: int, interval: float) -> list[IntervalResult]:
+    """``count`` samples ``interval`` seconds apart, with a progress bar on a terminal;
+    Ctrl-C keeps what was sampled so far."""
+    from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
+
+    results: list[IntervalResult] = []
+    with Progress(TextColumn("sampling"), BarColumn(), TextColumn("{task.completed}/"
+                  "{task.total} samples"), TimeRemainingColumn(), console=err,
+                  transient=True, disable=not err.is_terminal) as progress:
+        task = progress.add_task("sampling", total=count)
+        try:
+            for _ in paced(interval, count):
+                res = col.sample()
+                for m in res.messages:
+                    warn(m)
+                results.append(res)
+                progress.advance(task)
+        except KeyboardInterrupt:
+            err.print("interrupted: summarising what was sampled")
+    return results

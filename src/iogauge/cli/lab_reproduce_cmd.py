@@ -110,43 +110,24 @@ def reproduce(
                                "paper's target IOPS by the model's capacity per workload "
                                "(default) or use them as the paper gives them."),
 ) -> None:
-    """Reproduce a seed paper's experiment and write its numbers beside the paper's.
+    """Reproduce one of [Oe]'s experiments and write its numbers beside the paper's.
 
     Example: `iogauge lab reproduce paper-sec3 --sim --out results/` runs [Oe] §3
     (%util against IOPS for the file-share and backup workloads on the volume's first
     500 GB, last 500 GB and both) on a RAID-5 of 6 SATA disks in virtual time, then writes
     results/results.md (the table: maximum IOPS, outer vs inner and A+B effects, the
     workload ratio, the knee, each beside the paper's number) and results/report.html
-    (self-contained, inline SVG plots). `iogauge lab reproduce paper-eval1` replays seed
-    004 §5's first evaluation (file share A vs backup B, A's target 5 -> 50 -> 5 IOPS) with
+    (self-contained, inline SVG plots). `iogauge lab reproduce paper-eval1` replays [Oe]
+    §5's first evaluation (file share A vs backup B, A's target 5 -> 50 -> 5 IOPS) with
     the guarantee policy deciding B's limit every 20 s: target busy rate (X) updates, A's
     floor met, B's throughput and the svctm drift beside the paper's. `--device` runs on
     the emulated block device instead.
     """
-    from iogauge.lab import paper_eval
-    from iogauge.lab.experiments import (
-        EXPERIMENTS,
-        ExperimentError,
-        run_experiment,
-        write_outputs,
-    )
+    from iogauge.lab.experiments import run_experiment, write_outputs
 
     with user_errors():
-        cfg: Sec3Config | paper_eval.PaperEvalConfig | paper_eval.DeviceEvalConfig
-        if name == "paper-sec3":
-            if variants or not scale:
-                raise ExperimentError("--variant and --no-scale apply to paper-eval1..3")
-            cfg = _sec3_config(sim, profile, seed, quick, point_seconds, jobs, workloads,
-                               placements)
-        elif name in paper_eval.EVAL_EXPERIMENTS:
-            sec3_only = [opt for opt, given in (("--point-seconds", point_seconds is not None),
-                                                ("--workload", bool(workloads)),
-                                                ("--placement", bool(placements))) if given]
-            cfg = _eval_config(name, sim, profile, seed, quick, jobs, variants, scale,
-                               sec3_only)
-        else:
-            raise ExperimentError(f"unknown experiment {name!r}; known: "
-                                  f"{', '.join(EXPERIMENTS)}")
+        cfg = _config(name, sim, profile, seed, quick, point_seconds, jobs, workloads,
+                      placements, variants, scale)
         res = run_experiment(name, "sim" if sim else "device", cfg, progress=err.print)
         paths = write_outputs(res, out_dir)
         for row in res.comparisons:
@@ -154,3 +135,25 @@ def reproduce(
             out.print(f"{row.finding}: ours {row.ours}, paper {row.paper}{mark}",
                       markup=False)
         err.print(f"wrote {', '.join(str(p) for p in paths)} ({res.wall_s:.0f} s)")
+
+
+def _config(name: str, sim: bool, profile: str | None, seed: int | None, quick: bool,
+            point_seconds: float | None, jobs: int, workloads: list[str],
+            placements: list[str], variants: list[str], scale: bool
+            ) -> Sec3Config | paper_eval.PaperEvalConfig | paper_eval.DeviceEvalConfig:
+    """The experiment's configuration from the options; options of the other experiment
+    are refused by name."""
+    from iogauge.lab import paper_eval
+    from iogauge.lab.experiments import EXPERIMENTS, ExperimentError
+
+    if name == "paper-sec3":
+        if variants or not scale:
+            raise ExperimentError("--variant and --no-scale apply to paper-eval1..3")
+        return _sec3_config(sim, profile, seed, quick, point_seconds, jobs, workloads,
+                            placements)
+    if name in paper_eval.EVAL_EXPERIMENTS:
+        sec3_only = [opt for opt, given in (("--point-seconds", point_seconds is not None),
+                                            ("--workload", bool(workloads)),
+                                            ("--placement", bool(placements))) if given]
+        return _eval_config(name, sim, profile, seed, quick, jobs, variants, scale, sec3_only)
+    raise ExperimentError(f"unknown experiment {name!r}; known: {', '.join(EXPERIMENTS)}")

@@ -8,6 +8,7 @@ from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
+from zoneinfo import ZoneInfo
 
 import typer
 from rich.markup import escape
@@ -18,6 +19,8 @@ from iogauge.importers.first_report import FirstReport
 
 if TYPE_CHECKING:
     import polars as pl
+
+    from iogauge.analysis.engine import AnalysisOptions
 
 #: Where the report goes when neither -o nor --json is given.
 DEFAULT_OUTPUT = Path("iogauge-report.html")
@@ -85,13 +88,9 @@ def report(
     """
     # imported here: the analysis pulls in the catalog and every rule
     from iogauge.analysis.context import UTC, LatencyTarget
-    from iogauge.analysis.engine import AnalysisOptions, analyze
+    from iogauge.analysis.engine import AnalysisOptions
     from iogauge.cli.analyze_cmd import parse_media, parse_profiles
-    from iogauge.cli.inputs import load_inputs, parse_time, parse_zone
-    from iogauge.model.sampleframe import SampleFrame
-    from iogauge.reporting.analysis_terminal import print_analysis
-    from iogauge.reporting.html_report import render_report, write_report
-    from iogauge.store import Store
+    from iogauge.cli.inputs import parse_time, parse_zone
 
     with user_errors():
         zone = parse_zone(tz)
@@ -100,33 +99,51 @@ def report(
             start=lo, end=hi, devices=tuple(device or ()), profiles=parse_profiles(profile),
             media=parse_media(media), window_s=window, tz=zone or UTC,
             targets=tuple(LatencyTarget.parse(t) for t in target or ()))
-        inputs = load_inputs(files, db, zone=zone, lenient=lenient, first_report=first_report)
-        for n in inputs.notes:
-            warn(n)
-        result = analyze(inputs.frame, inputs.waits, inputs.infos, opts)
-        # the page and the JSON state the import's notes too (the terminal has them above)
-        stated = replace(result, notes=[*inputs.notes, *result.notes])
-        guarantee = None
-        if not files:
-            with Store.open(db, read_only=True) as store:
-                decisions = store.read_guarantee().df
-            if decisions.height:
-                guarantee = _in_span(decisions, lo, hi)
-        frame = SampleFrame(_in_span(inputs.frame.df, lo, hi), validate=False)
-        waits = _in_span(inputs.waits.df, lo, hi) if len(inputs.waits) else None
-        what = title or f"iogauge report of {inputs.described}"
-        path = None
-        if output is not None or not as_json:
-            page = render_report(frame, stated, title=what, waits=waits, guarantee=guarantee,
-                                 width_px=width)
-            path = write_report(output or DEFAULT_OUTPUT, page)
-        if as_json:
-            sys.stdout.write(json.dumps(stated.to_dict(), indent=2) + "\n")
-        elif result.devices:
-            print_analysis(out, result, what, None if all_findings else 5)
-        else:
-            out.print("no device with data in the selection")
-        if path is not None:
-            size_mb = path.stat().st_size / 1e6
-            err.print(f"report written to {escape(str(path))} ({size_mb:.1f} MB, "
-                      f"{len(result.devices)} device(s), {len(result.findings)} finding(s))")
+        _analyse_and_report(files, db, opts, zone=zone, lenient=lenient,
+                            first_report=first_report, title=title, output=output,
+                            as_json=as_json, width=width, all_findings=all_findings)
+
+
+def _analyse_and_report(files: list[str] | None, db: Path | None, opts: AnalysisOptions, *,
+                        zone: ZoneInfo | None, lenient: bool, first_report: FirstReport,
+                        title: str | None, output: Path | None, as_json: bool, width: int,
+                        all_findings: bool) -> None:
+    """Load the inputs, analyse them, write the page and say what was written."""
+    from iogauge.analysis.engine import analyze
+    from iogauge.cli.inputs import load_inputs
+    from iogauge.model.sampleframe import SampleFrame
+    from iogauge.reporting.analysis_terminal import print_analysis
+    from iogauge.reporting.html_report import render_report, write_report
+    from iogauge.store import Store
+
+    lo, hi = opts.start, opts.end
+    inputs = load_inputs(files, db, zone=zone, lenient=lenient, first_report=first_report)
+    for n in inputs.notes:
+        warn(n)
+    result = analyze(inputs.frame, inputs.waits, inputs.infos, opts)
+    # the page and the JSON state the import's notes too (the terminal has them above)
+    stated = replace(result, notes=[*inputs.notes, *result.notes])
+    guarantee = None
+    if not files:
+        with Store.open(db, read_only=True) as store:
+            decisions = store.read_guarantee().df
+        if decisions.height:
+            guarantee = _in_span(decisions, lo, hi)
+    frame = SampleFrame(_in_span(inputs.frame.df, lo, hi), validate=False)
+    waits = _in_span(inputs.waits.df, lo, hi) if len(inputs.waits) else None
+    what = title or f"iogauge report of {inputs.described}"
+    path = None
+    if output is not None or not as_json:
+        page = render_report(frame, stated, title=what, waits=waits, guarantee=guarantee,
+                             width_px=width)
+        path = write_report(output or DEFAULT_OUTPUT, page)
+    if as_json:
+        sys.stdout.write(json.dumps(stated.to_dict(), indent=2) + "\n")
+    elif result.devices:
+        print_analysis(out, result, what, None if all_findings else 5)
+    else:
+        out.print("no device with data in the selection")
+    if path is not None:
+        size_mb = path.stat().st_size / 1e6
+        err.print(f"report written to {escape(str(path))} ({size_mb:.1f} MB, "
+                  f"{len(result.devices)} device(s), {len(result.findings)} finding(s))")

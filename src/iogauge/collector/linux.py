@@ -300,16 +300,7 @@ class LinuxCollector:
         if not self._primed:
             self.prime()
         snap, mono, ts_us = self._read()
-        cpu_now = self._read_cpu()
-        cpu: dict[str, float | None] = dict.fromkeys(CPU_COLUMNS)
-        if cpu_now is not None and self._cpu_prev is not None:
-            cpu = cpu_shares(self._cpu_prev, cpu_now)
-        self._cpu_prev = cpu_now
-        psi_now = self._read_psi()
-        cpu.update(dict.fromkeys(PSI_COLUMNS))
-        if psi_now is not None and self._psi_prev is not None and self._last_mono is not None:
-            cpu.update(pressure_shares(self._psi_prev, psi_now, mono - self._last_mono))
-        self._psi_prev = psi_now
+        cpu = self._host_shares(mono)
         messages = [*snap.problems, *snap.notes]
         bad_names = snap.bad_names
 
@@ -362,13 +353,7 @@ class LinuxCollector:
             st.mono = mono
 
         self._last_mono = mono
-        current = set(names)
-        for name in list(self._state):
-            if name not in current and name not in bad_names:
-                del self._state[name]
-                self._vanished.add(name)
-                messages.append(f"device {name} disappeared; the other devices are still "
-                                "collected")
+        self._forget_vanished(set(names), bad_names, messages)
 
         safe_dt = np.where(np.isnan(dt) | (dt <= 0), 1.0, dt)
         deltas = counter_deltas(prev_vals, snap.values, prev_pres & paired[:, None],
@@ -387,6 +372,31 @@ class LinuxCollector:
                             since_boot=False, cpu=cpu)
 
     # ---- internals ----------------------------------------------------------------------
+    def _host_shares(self, mono: float) -> dict[str, float | None]:
+        """The host's CPU and pressure (PSI) shares since the previous sample (None on the
+        first sample, or where the kernel does not provide them)."""
+        cpu_now = self._read_cpu()
+        cpu: dict[str, float | None] = dict.fromkeys(CPU_COLUMNS)
+        if cpu_now is not None and self._cpu_prev is not None:
+            cpu = cpu_shares(self._cpu_prev, cpu_now)
+        self._cpu_prev = cpu_now
+        psi_now = self._read_psi()
+        cpu.update(dict.fromkeys(PSI_COLUMNS))
+        if psi_now is not None and self._psi_prev is not None and self._last_mono is not None:
+            cpu.update(pressure_shares(self._psi_prev, psi_now, mono - self._last_mono))
+        self._psi_prev = psi_now
+        return cpu
+
+    def _forget_vanished(self, current: set[str], bad_names: set[str] | frozenset[str],
+                         messages: list[str]) -> None:
+        """Devices no longer listed: forgotten, and reset when they come back."""
+        for name in list(self._state):
+            if name not in current and name not in bad_names:
+                del self._state[name]
+                self._vanished.add(name)
+                messages.append(f"device {name} disappeared; the other devices are still "
+                                "collected")
+
     def _read(self) -> tuple[DiskstatsSnapshot, float, int]:
         path = self.procfs_root / "diskstats"
         try:
