@@ -2,7 +2,7 @@
 
 Every type here is plain data with a ``to_dict`` that gives the JSON shape documented in
 ``docs/analysis.md`` (the ``iogauge analyze --json`` schema). Producers: ``attributes.py``
-(:class:`Attributes`), ``catalog.py`` (:class:`Capability`), ``capacity.py``
+(:class:`Attributes`), ``catalog/`` (:class:`Capability`), ``capacity.py``
 (:class:`CapacityEstimate`), ``rules/`` (:class:`Finding`), ``engine.py``
 (:class:`DeviceReport`, :class:`AnalysisResult`).
 """

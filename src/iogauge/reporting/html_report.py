@@ -128,7 +128,7 @@ def render_report(frame: SampleFrame, result: AnalysisResult, *, title: str,
         result: ``analysis.engine.analyze``'s result.
         title: page title.
         waits: Oracle wait events (WaitEventFrame columns) for the waits table.
-        comparison: ``Comparison.to_dict()`` of ``analysis/compare.py`` for the compare view.
+        comparison: ``Comparison.to_dict()`` of ``analysis/compare/`` for the compare view.
         guarantee: guarantee-controller decisions (GuaranteeFrame columns).
         width_px: pixel columns per time chart: longer series are reduced to a min/max
             envelope of this many buckets.

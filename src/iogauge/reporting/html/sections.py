@@ -350,7 +350,7 @@ _CHANGE_HEAD = ("<th>before</th><th>after</th><th>change</th><th>ratio</th><th>d
 
 
 def _compare_section(comparison: Mapping[str, Any]) -> str:
-    """The compare view of ``Comparison.to_dict()`` (analysis/compare.py): device pairs,
+    """The compare view of ``Comparison.to_dict()`` (analysis/compare/): device pairs,
     metric changes and wait-event changes, the changes beyond noise highlighted."""
     changes = [c for c in comparison.get("changes") or [] if isinstance(c, Mapping)]
     waits = [w for w in comparison.get("wait_changes") or [] if isinstance(w, Mapping)]
