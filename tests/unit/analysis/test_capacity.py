@@ -55,7 +55,7 @@ def device(iops: F64 | list[float], util: F64 | list[float] | None, *,
     return ctx.devices["sdz"]
 
 
-def seed004_shape(*, saturate: bool = True, top_util: float = 99.0) -> tuple[F64, F64]:
+def oe_shape(*, saturate: bool = True, top_util: float = 99.0) -> tuple[F64, F64]:
     """[Oe] §3's shape with round numbers: util = 0.5 %/IOPS x IOPS up to the
     proportional limit at 85 % busy (170 IOPS); above it IOPS grow at a quarter of the
     linear rate (x = 170 + (util - 85) / 2) up to 177.5 IOPS at 100 %, where the device
@@ -71,7 +71,7 @@ def seed004_shape(*, saturate: bool = True, top_util: float = 99.0) -> tuple[F64
 
 
 def test_oe_shape_knee_slope_and_plateau() -> None:
-    x, u = seed004_shape()
+    x, u = oe_shape()
     est = capacity.estimate(device(x, u))
     assert est.method == "util-linear"
     assert "serves one request at a time" in est.reason
@@ -95,7 +95,7 @@ def test_oe_shape_knee_slope_and_plateau() -> None:
 def test_noisy_oe_shape() -> None:
     """2 % scatter on every interval's IOPS (a real spindle's seek times): the knee within
     3 points of busy, slope and plateau within 1 %."""
-    x, u = seed004_shape()
+    x, u = oe_shape()
     rng = np.random.default_rng(1)
     est = capacity.estimate(device(x * (1 + 0.02 * rng.standard_normal(x.size)), u))
     assert est.knee_util_pct == pytest.approx(85.0, abs=3.0)
@@ -106,7 +106,7 @@ def test_noisy_oe_shape() -> None:
 def test_beyond_the_knee_but_never_saturated() -> None:
     """Up to 95 % busy: the maximum follows the bent segment to 100 % (177.5), not the
     straight line (200) -- the knee matters for the answer."""
-    x, u = seed004_shape(saturate=False, top_util=95.0)
+    x, u = oe_shape(saturate=False, top_util=95.0)
     est = capacity.estimate(device(x, u))
     assert est.knee_util_pct == pytest.approx(85.0, abs=1e-9)
     assert est.max_iops == pytest.approx(177.5, rel=1e-6)

@@ -50,7 +50,7 @@ from iogauge.model.sampleframe import SampleFrame
 FIX = Path(__file__).resolve().parents[2] / "fixtures"
 SOL = FIX / "solaris-iostat"
 PERFMON = FIX / "perfmon"
-SEED001_START = datetime(2008, 2, 21, 10, 0)
+GOODUS_START = datetime(2008, 2, 21, 10, 0)
 T0 = datetime(2024, 5, 1, 12, 0, tzinfo=UTC)
 
 PREMIUM = Capability(profile="azure-premium-p30", title="Azure Premium SSD P30",
@@ -82,7 +82,7 @@ def _ctx(records: list[dict[str, Any]], **kw: Any) -> AnalysisContext:
 
 
 def _goodus(name: str, interval_s: float) -> AnalysisContext:
-    res = import_file(SOL / name, start=SEED001_START, interval_s=interval_s)
+    res = import_file(SOL / name, start=GOODUS_START, interval_s=interval_s)
     df = res.frame.df.with_columns(since_boot=pl.lit(value=False))  # see module docstring
     return AnalysisContext.build(SampleFrame(df))
 

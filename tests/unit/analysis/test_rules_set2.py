@@ -35,7 +35,7 @@ from iogauge.model.waitevents import WaitEventFrame
 FIX = Path(__file__).resolve().parents[2] / "fixtures"
 T0 = datetime(2024, 5, 1, 12, 0, tzinfo=UTC)
 RMF_T = datetime(2016, 6, 13, 10, 0, tzinfo=UTC)
-SEED003_START = datetime(2007, 8, 21, 10, 0, tzinfo=UTC)
+INSIGHT_SSD9_START = datetime(2007, 8, 21, 10, 0, tzinfo=UTC)
 
 
 # ------------------------------------------------------------------------------------------
@@ -81,7 +81,7 @@ def _rank_capability(expected_MBps: float = 560.0, used_pct: float | None = None
 
 
 def _insight_ssd9(name: str) -> pl.DataFrame:
-    df = import_file(FIX / "iostat" / f"seed003-{name}.txt", start=SEED003_START,
+    df = import_file(FIX / "iostat" / f"seed003-{name}.txt", start=INSIGHT_SSD9_START,
                      interval_s=10.0).frame.df
     # the sysstat 5 banner ("Linux REL (host) <TAB>date") is recognised: the first report
     # is the since-boot summary, flagged (and left out by the analysis)

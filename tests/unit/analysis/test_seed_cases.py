@@ -146,11 +146,11 @@ def test_json_shape_matches_the_documented_schema() -> None:
 
 
 # ---- [Insight-SSD9] (Oracle on HDD vs SSD: iostat -x with CPU, Statspack waits) ----------------
-SEED003_START = datetime(2007, 8, 21, 10, tzinfo=UTC)
+INSIGHT_SSD9_START = datetime(2007, 8, 21, 10, tzinfo=UTC)
 
 
 def _insight_ssd9(name: str) -> AnalysisResult:
-    r = import_file(FIX / "iostat" / f"seed003-{name}.txt", start=SEED003_START,
+    r = import_file(FIX / "iostat" / f"seed003-{name}.txt", start=INSIGHT_SSD9_START,
                     interval_s=10.0)
     df = r.frame.df
     # sysstat 5's banner ("Linux 2.6.9-55.ELsmp (dbsrv01) <TAB>08/21/2007", no "_arch_ (N

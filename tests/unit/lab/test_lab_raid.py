@@ -25,7 +25,7 @@ def seed_raid(**member_changes: object) -> RaidModel:
                      name=prof.name)
 
 
-def test_seed_004_device_shape() -> None:
+def test_oe_device_shape() -> None:
     m = build_model("raid5-6x400g")
     assert type(m).__name__ == "RaidModel"  # pure or compiled (lab/accel.py)
     assert len(m.members) == 6
