@@ -88,7 +88,7 @@ class Finding:
         evidence: the values and thresholds compared.
         explanation: why this matters, in plain words.
         suggestion: what to do or check next.
-        source: where the threshold or the method comes from (seed section, vendor doc).
+        source: where the threshold or the method comes from (reference key, vendor doc).
     """
 
     rule: str

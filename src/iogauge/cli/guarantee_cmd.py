@@ -84,8 +84,8 @@ def guarantee(
                                         "that may be throttled; repeat for several (they "
                                         "share B's budget by their recent I/O)."),
     interval: float | None = typer.Option(None, "--interval", "-i", min=0.1,
-                                          help="Seconds between decisions (default 1; seed "
-                                          "004 used 20)."),
+                                          help="Seconds between decisions (default 1; [Oe] "
+                                          "used 20)."),
     policy: str | None = typer.Option(None, "--policy", help="adaptive (default: closed "
                                       "loop on A's IOPS) or paper ([Oe] §4 exactly)."),
     state: Path | None = typer.Option(None, "--state", help=_STATE_HELP, show_default=False),

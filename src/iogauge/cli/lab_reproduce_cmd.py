@@ -1,4 +1,4 @@
-"""`iogauge lab reproduce`: re-run a seed paper's experiment on the lab's disk models."""
+"""`iogauge lab reproduce`: re-run [Oe]'s experiments on the lab's disk models."""
 
 from __future__ import annotations
 

@@ -177,7 +177,7 @@ def simulate_max_iops(model_profile: object, workload: Workload | Sequence[Workl
     Args:
         model_profile: a profile name, profile file path, ``ModelProfile`` or a built
             ``DiskModel``.
-        workload: a Workload, several, or a seed-004 workload name (``file-share``,
+        workload: a Workload, several, or an [Oe] workload name (``file-share``,
             ``backup``) placed on ``placement`` with ``threads`` threads (default 10).
         duration_s: virtual seconds (whole seconds; sampled every second).
         seed: random seed.
