@@ -11,7 +11,12 @@ import typer
 
 from iogauge.cli.common import MEDIA_HELP, out, user_errors, warn
 from iogauge.cli.inputs import (
+    DEVICE_OPTION,
     FIRST_REPORT_OPTION,
+    FROM_OPTION,
+    TO_OPTION,
+    TZ_OPTION,
+    WINDOW_OPTION,
     load_inputs,
     parse_start,
     parse_time,
@@ -43,12 +48,9 @@ def analyze_cmd(
                                       "store."),
     db: Path | None = typer.Option(None, "--db", help="Analyse this store instead of files "
                                    "(default store: $XDG_DATA_HOME/iogauge/iogauge.duckdb)."),
-    start: str | None = typer.Option(None, "--from", help="Only intervals ending at or after "
-                                     "this time (ISO-8601; no offset = --tz)."),
-    end: str | None = typer.Option(None, "--to", help="Only intervals ending at or before "
-                                   "this time."),
-    device: list[str] = typer.Option(None, "--device", "-d", help="Only these devices "
-                                     "(repeatable; globs such as 'sd*')."),
+    start: str | None = FROM_OPTION,
+    end: str | None = TO_OPTION,
+    device: list[str] = DEVICE_OPTION,
     profile: list[str] = typer.Option(None, "--profile", help="Capability profile for a "
                                       "device, DEVICE=NAME (repeatable), e.g. "
                                       "sdb=hdd-7200; see docs/catalog.md."),
@@ -58,11 +60,8 @@ def analyze_cmd(
     target: list[str] = typer.Option(None, "--target", help="Response-time target, "
                                      "DEVICE=MS or DEVICE=MS@HH:MM-HH:MM for a daily window "
                                      "(repeatable), e.g. 'sdb=100@01:00-04:00'."),
-    tz: str | None = typer.Option(None, "--tz", help="Zone of --from/--to/--target times and "
-                                  "of imported files without one (default UTC)."),
-    window: float | None = typer.Option(None, "--window", min=1.0, help="Analysis window in "
-                                        "seconds (default 60, or the data's interval when "
-                                        "longer)."),
+    tz: str | None = TZ_OPTION,
+    window: float | None = WINDOW_OPTION,
     collected: str | None = typer.Option(None, "--start", help="When the collection "
                                          "started, for files without time stamps (iostat "
                                          "without -t/-T), as in `iogauge import`."),

@@ -43,6 +43,17 @@ class Inputs:
 
 
 #: ``--first-report`` of the commands that import files (import, analyze, report).
+#: Options that `analyze` and `report` share, with the same meaning and help.
+FROM_OPTION = typer.Option(None, "--from", help="Only intervals ending at or after this time "
+                           "(ISO-8601; no offset = --tz).")
+TO_OPTION = typer.Option(None, "--to", help="Only intervals ending at or before this time.")
+DEVICE_OPTION = typer.Option(None, "--device", "-d", help="Only these devices (repeatable; "
+                             "globs such as 'sd*').")
+TZ_OPTION = typer.Option(None, "--tz", help="Zone of --from/--to/--target times and of "
+                         "imported files without one (default UTC).")
+WINDOW_OPTION = typer.Option(None, "--window", min=1.0, help="Analysis window in seconds "
+                             "(default 60, or the data's interval when longer).")
+
 FIRST_REPORT_OPTION = typer.Option(
     FirstReport.AUTO, "--first-report", case_sensitive=False,
     help="How to read an iostat file's first report: 'since-boot' (iostat's average since "

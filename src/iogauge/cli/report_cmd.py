@@ -13,8 +13,8 @@ from zoneinfo import ZoneInfo
 import typer
 from rich.markup import escape
 
+from iogauge.cli import inputs as shared
 from iogauge.cli.common import MEDIA_HELP, err, out, user_errors, warn
-from iogauge.cli.inputs import FIRST_REPORT_OPTION
 from iogauge.importers.first_report import FirstReport
 
 if TYPE_CHECKING:
@@ -44,12 +44,9 @@ def report(
     db: Path | None = typer.Option(None, "--db", help="Report on this store instead of files "
                                    "(default store: $XDG_DATA_HOME/iogauge/iogauge.duckdb). "
                                    "Its guarantee-controller decisions are shown too."),
-    start: str | None = typer.Option(None, "--from", help="Only intervals ending at or after "
-                                     "this time (ISO-8601; no offset = --tz)."),
-    end: str | None = typer.Option(None, "--to", help="Only intervals ending at or before "
-                                   "this time."),
-    device: list[str] = typer.Option(None, "--device", "-d", help="Only these devices "
-                                     "(repeatable; globs such as 'sd*')."),
+    start: str | None = shared.FROM_OPTION,
+    end: str | None = shared.TO_OPTION,
+    device: list[str] = shared.DEVICE_OPTION,
     output: Path | None = typer.Option(None, "--output", "-o", help="HTML file to write "
                                        f"(default {DEFAULT_OUTPUT}; with --json, only when "
                                        "given)."),
@@ -62,17 +59,14 @@ def report(
     media: list[str] = typer.Option(None, "--media", help=MEDIA_HELP),
     target: list[str] = typer.Option(None, "--target", help="Response-time target, DEVICE=MS "
                                      "or DEVICE=MS@HH:MM-HH:MM (repeatable)."),
-    tz: str | None = typer.Option(None, "--tz", help="Zone of --from/--to/--target times and "
-                                  "of imported files without one (default UTC)."),
-    window: float | None = typer.Option(None, "--window", min=1.0, help="Analysis window in "
-                                        "seconds (default 60, or the data's interval when "
-                                        "longer)."),
+    tz: str | None = shared.TZ_OPTION,
+    window: float | None = shared.WINDOW_OPTION,
     width: int = typer.Option(1200, "--width", min=200, max=20000, help="Pixel columns per "
                               "time chart: longer series are reduced to the min and max of "
                               "each column (peaks kept)."),
     lenient: bool = typer.Option(False, "--lenient", help="Skip unreadable input lines (and "
                                  "report how many) instead of failing."),
-    first_report: FirstReport = FIRST_REPORT_OPTION,
+    first_report: FirstReport = shared.FIRST_REPORT_OPTION,
     all_findings: bool = typer.Option(False, "--all", help="Print every finding in the "
                                       "terminal summary, not only the top five (the report "
                                       "always has them all)."),

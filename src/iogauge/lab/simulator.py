@@ -76,9 +76,7 @@ from iogauge.lab.sim.engine import _Engine
 from iogauge.lab.sim.interval import (
     EPOCH,
     SOURCE,
-    THROTTLE_SLICE_S,
     Controller,
-    GroupInterval,
     IntervalObservation,
     IopsLimit,
     SimResult,
@@ -86,9 +84,9 @@ from iogauge.lab.sim.interval import (
 from iogauge.lab.workloads import Workload, oe_paper
 
 # The simulator's parts live in iogauge.lab.sim; callers import them from here.
-__all__ = ["EPOCH", "SOURCE", "THROTTLE_SLICE_S", "Controller", "GroupInterval",
-           "IntervalObservation", "IopsLimit", "SimResult", "SweepPoint", "_Bucket", "_Draws",
-           "_as_model", "policy_controller", "run_point", "simulate", "simulate_max_iops"]
+__all__ = ["EPOCH", "SOURCE", "Controller", "IntervalObservation", "IopsLimit", "SimResult",
+           "SweepPoint", "_Bucket", "_Draws", "_as_model", "policy_controller", "run_point",
+           "simulate", "simulate_max_iops"]
 
 
 def simulate(model: DiskModel, workloads: Workload | Sequence[Workload], duration_s: float,

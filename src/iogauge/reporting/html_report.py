@@ -50,7 +50,6 @@ from iogauge.model.sampleframe import SampleFrame
 from iogauge.model.timeline import NO_INTERVAL
 from iogauge.reporting.html.charts import _chart_specs
 from iogauge.reporting.html.encode import (
-    SIG_DIGITS,
     _dump,
     _num_array,
     _script_json,
@@ -59,12 +58,7 @@ from iogauge.reporting.html.encode import (
 )
 from iogauge.reporting.html.guarantee import _guarantee
 from iogauge.reporting.html.rows import (
-    MAX_RMF_BARS,
-    RMF_PARTS,
-    SCATTER_GRID,
     SERIES,
-    SIZE_EDGES_KB,
-    TS_CHARTS,
     _mix,
     _present,
     _rmf,
@@ -74,7 +68,6 @@ from iogauge.reporting.html.rows import (
     _with_derived,
 )
 from iogauge.reporting.html.sections import (
-    MAX_WAIT_EVENTS,
     _compare_section,
     _device_section,
     _duration,
@@ -91,9 +84,8 @@ from iogauge.reporting.metrics import (
 
 # The page's parts live in iogauge.reporting.html; the names callers and tests used from
 # this module stay importable here.
-__all__ = ["MAX_RMF_BARS", "MAX_WAIT_EVENTS", "RMF_PARTS", "SCATTER_GRID", "SERIES",
-           "SIG_DIGITS", "SIZE_EDGES_KB", "TS_CHARTS", "ReportError", "_dump", "_num_array",
-           "_time_array", "render_report", "round_sig", "write_report"]
+__all__ = ["SERIES", "ReportError", "_dump", "_num_array", "_time_array", "render_report",
+           "round_sig", "write_report"]
 
 _CSP = ("default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; "
         "img-src data:; base-uri 'none'; form-action 'none'")
