@@ -11,7 +11,8 @@ from iogauge.model.timeline import RelativeTimeline, when
 from iogauge.reporting.metrics import ATTRIBUTE_FORMATS, CAPABILITY_FORMATS, CAPACITY_FORMATS
 
 VERDICT_STYLE: dict[str, str] = {
-    "bottleneck": "bold red", "near limit": "yellow", "busy, not the bottleneck": "cyan",
+    "bottleneck": "bold red", "near limit": "yellow", "slow, not busy": "bright_magenta",
+    "busy, not the bottleneck": "cyan",
     "healthy": "green", "idle": "dim", "cannot judge": "magenta",
 }
 SEVERITY_STYLE: dict[str, str] = {"critical": "bold red", "warning": "yellow", "info": "cyan"}

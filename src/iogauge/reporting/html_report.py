@@ -96,7 +96,8 @@ _ROW_COLUMNS: tuple[str, ...] = (
     "util_pct", "aqu_sz", "r_areq_kB", "w_areq_kB", *RMF_PARTS)
 
 _VERDICT_CLASS: dict[str, str] = {
-    "bottleneck": "v-bottleneck", "near limit": "v-near", "busy, not the bottleneck": "v-busy",
+    "bottleneck": "v-bottleneck", "near limit": "v-near", "slow, not busy": "v-slow",
+    "busy, not the bottleneck": "v-busy",
     "healthy": "v-healthy", "idle": "v-idle", "cannot judge": "v-unknown",
 }
 _CSP = ("default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; "

@@ -43,9 +43,10 @@ from iogauge.analysis.rules._common import (
     run_finding,
 )
 from iogauge.analysis.rules.oracle_waits import CRITICAL_FACTOR, WARN_FACTOR, expectation
-from iogauge.analysis.types import Evidence, Finding
+from iogauge.analysis.types import Evidence, Finding, RuleRole
 
 RULE_ID = "oracle_file_reads"
+ROLE = RuleRole.LOAD
 DESCRIPTION = ("Oracle tablespace/datafile read time (AWR/Statspack Av Rd(ms)) above 2x "
                "(warning) / 5x (critical) what the device should give: its typical latency, "
                "else 10 ms single-block (Oracle EM guidance) and 20 ms multi-block "

@@ -59,9 +59,10 @@ from iogauge.analysis.rules._common import (
     level_expr,
     matched_evidence,
 )
-from iogauge.analysis.types import Evidence, Finding, Severity
+from iogauge.analysis.types import Evidence, Finding, RuleRole, Severity
 
 RULE_ID = "oracle_waits"
+ROLE = RuleRole.LOAD
 DESCRIPTION = ("Oracle I/O wait averages (Statspack/AWR) above 2x (warning) / 5x (critical) "
                "what the device should give: its typical latency, else 10 ms single-block "
                "(Oracle EM guidance) and 20 ms multi-block (seed 003 §5.4).")
