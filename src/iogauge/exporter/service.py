@@ -1,0 +1,220 @@
+"""The exporter's loop: sample, keep a sliding window, judge it, publish the judgement.
+
+Scrapes never analyse. One thread samples /proc/diskstats every ``interval_s`` with the live
+collector, drops the samples older than ``window_s``, runs the analysis engine over what is
+left and swaps in the new :class:`~iogauge.exporter.judgement.Judgement`; a scrape (or the
+textfile writer) only turns the latest judgement into text. So a scrape costs the same with
+a 15-minute window as with a 1-minute one, and a slow analysis delays the next judgement,
+never a scrape.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from prometheus_client import CollectorRegistry, start_http_server, write_to_textfile
+from prometheus_client.process_collector import ProcessCollector
+
+from iogauge.errors import IogaugeError
+from iogauge.exporter.guarantee_figures import read_latest
+from iogauge.exporter.judgement import GuaranteeFigures, Judgement, judgement_from
+from iogauge.exporter.metrics import JudgementCollector
+
+if TYPE_CHECKING:
+    from wsgiref.simple_server import WSGIServer
+
+    from iogauge.analysis.service_model import ServiceModel
+    from iogauge.collector.linux import IntervalResult, LinuxCollector
+
+#: File the textfile collector reads in ``--textfile DIR`` (node_exporter reads ``*.prom``).
+TEXTFILE_NAME = "iogauge.prom"
+#: Longest analysis window inside the sliding window (the engine's default window).
+ENGINE_WINDOW_S = 60.0
+#: A guarantee decision older than this many of its own intervals (at least a minute) means
+#: the controller stopped: its figures are no longer published.
+GUARANTEE_STALE_INTERVALS = 3
+
+
+class ListenError(IogaugeError):
+    """``--listen`` is not HOST:PORT, or the port cannot be bound."""
+
+
+def parse_listen(text: str) -> tuple[str, int]:
+    """``HOST:PORT`` (``[::1]:9595`` for IPv6) to (host, port)."""
+    host, sep, port = text.rpartition(":")
+    if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
+        raise ListenError(f"--listen {text!r}: expected HOST:PORT, e.g. 127.0.0.1:9595")
+    return host.strip("[]"), int(port)
+
+
+@dataclass
+class ExporterOptions:
+    """What ``iogauge exporter`` was asked to do.
+
+    Attributes:
+        interval_s: seconds between samples (and judgements).
+        window_s: the sliding window judged (s).
+        media: device -> service model (``--media``), beats the samples.
+        guarantee_db: the guarantee's decision store; None: no guarantee figures.
+        textfile_dir: write ``iogauge.prom`` here after every judgement; None: don't.
+    """
+
+    interval_s: float = 5.0
+    window_s: float = 900.0
+    media: Mapping[str, ServiceModel] = field(default_factory=dict)
+    guarantee_db: Path | None = None
+    textfile_dir: Path | None = None
+
+
+class SampleWindow:
+    """The collector's samples of the last ``window_s`` seconds."""
+
+    def __init__(self, collector: LinuxCollector, window_s: float) -> None:
+        self.collector = collector
+        self.window_s = window_s
+        self._results: deque[IntervalResult] = deque()
+
+    def prime(self) -> list[str]:
+        return self.collector.prime()
+
+    def take(self) -> list[str]:
+        """One sample into the window (the oldest leave it); the collector's messages."""
+        res = self.collector.sample()
+        self._results.append(res)
+        oldest_us = res.ts_us - round(self.window_s * 1e6)
+        while self._results and self._results[0].ts_us <= oldest_us:
+            self._results.popleft()
+        return res.messages
+
+    @property
+    def samples(self) -> int:
+        return len(self._results)
+
+    @property
+    def span_s(self) -> float:
+        """Time the window's samples cover (each sample covers its interval)."""
+        if not self._results:
+            return 0.0
+        first = self._results[0]
+        lead = float(first.interval_s.max()) if len(first) else 0.0
+        return (self._results[-1].ts_us - first.ts_us) / 1e6 + lead
+
+    def results(self) -> list[IntervalResult]:
+        return list(self._results)
+
+
+class Exporter:
+    """Samples, judges and publishes; :attr:`current` is the latest judgement."""
+
+    def __init__(self, window: SampleWindow, options: ExporterOptions, *,
+                 say: Callable[[str], None] = print) -> None:
+        self.window = window
+        self.options = options
+        self.say = say
+        #: The latest judgement (None until the first analysis): swapped whole, so a scrape
+        #: on another thread always reads one consistent judgement.
+        self.current: Judgement | None = None
+        self._guarantee_warned = False
+
+    def step(self) -> Judgement:
+        """Take a sample, judge the window, publish (textfile) and return the judgement."""
+        from iogauge.analysis.engine import AnalysisOptions, analyze  # noqa: PLC0415
+        from iogauge.collector.linux import frame_from_results  # noqa: PLC0415
+
+        for m in self.window.take():
+            self.say(f"warning: {m}")
+        t0 = time.perf_counter()
+        col = self.window.collector
+        frame = frame_from_results(self.window.results(), host=col.host)
+        result = analyze(frame, None, col.device_info(), AnalysisOptions(
+            window_s=min(ENGINE_WINDOW_S, self.options.window_s), media=self.options.media))
+        j = judgement_from(result, samples=self.window.samples, span_s=self.window.span_s,
+                           analysis_s=time.perf_counter() - t0,
+                           guarantees=self._guarantees())
+        self.current = j
+        if self.options.textfile_dir is not None:
+            self.write_textfile(self.options.textfile_dir)
+        return j
+
+    def _guarantees(self) -> tuple[GuaranteeFigures, ...]:
+        db = self.options.guarantee_db
+        if db is None:
+            return ()
+        max_age = max(60.0, GUARANTEE_STALE_INTERVALS * self.options.interval_s)
+        try:
+            figures = read_latest(db, max_age_s=max_age, now=datetime.now(UTC))
+        except IogaugeError as exc:
+            if not self._guarantee_warned:
+                self.say(f"warning: guarantee figures left out: {exc}")
+                self._guarantee_warned = True
+            return ()
+        self._guarantee_warned = False
+        return figures
+
+    def write_textfile(self, directory: Path) -> Path:
+        """The latest judgement as ``DIR/iogauge.prom``, replaced atomically (written to a
+        temporary name in the same directory, then renamed): the textfile collector never
+        reads half a file."""
+        reg = CollectorRegistry()
+        reg.register(JudgementCollector(lambda: self.current))
+        path = directory / TEXTFILE_NAME
+        try:
+            write_to_textfile(str(path), reg)
+        except OSError as exc:
+            raise IogaugeError(f"{path}: cannot write the textfile: "
+                               f"{exc.strerror or exc}") from exc
+        return path
+
+    def run(self, stop: threading.Event, duration_s: float | None = None) -> int:
+        """Step every ``interval_s`` until ``stop`` is set (or ``duration_s`` passed);
+        returns the judgements made."""
+        for m in self.window.prime():
+            self.say(f"warning: {m}")
+        start = time.monotonic()
+        steps = 0
+        # Deadlines on the monotonic clock (a late judgement does not push the next), waited
+        # on the stop event: SIGTERM ends the wait at once, not after an interval.
+        while not stop.wait(max(0.0, start + (steps + 1) * self.options.interval_s
+                                - time.monotonic())):
+            self.step()
+            steps += 1
+            if duration_s and time.monotonic() - start >= duration_s:
+                break
+        return steps
+
+
+def serve_http(listen: str, current: Callable[[], Judgement | None]
+               ) -> tuple[WSGIServer, threading.Thread]:
+    """``/metrics`` on ``listen``: the judgement, and the exporter's own process figures
+    (``process_cpu_seconds_total``: what a scrape costs shows there)."""
+    host, port = parse_listen(listen)
+    reg = CollectorRegistry()
+    reg.register(JudgementCollector(current))
+    ProcessCollector(registry=reg)
+    try:
+        server, thread = start_http_server(port, addr=host, registry=reg)
+    except OSError as exc:
+        raise ListenError(f"--listen {listen}: cannot listen: {exc.strerror or exc}") from exc
+    return server, thread
+
+
+def make_exporter(devices: Sequence[str] | None, options: ExporterOptions, *,
+                  procfs_root: Path = Path("/proc"), sysfs_root: Path = Path("/sys"),
+                  say: Callable[[str], None] = print) -> Exporter:
+    """An exporter over this machine's disks (``devices``: kernel names; None: every whole
+    device that has done I/O, as iostat shows them)."""
+    from iogauge.collector.linux import LinuxCollector  # noqa: PLC0415 - polars, numpy
+
+    col = LinuxCollector(procfs_root, sysfs_root, devices=devices or None)
+    return Exporter(SampleWindow(col, options.window_s), options, say=say)
+
+
+__all__ = ["TEXTFILE_NAME", "Exporter", "ExporterOptions", "ListenError", "SampleWindow",
+           "make_exporter", "parse_listen", "serve_http"]
