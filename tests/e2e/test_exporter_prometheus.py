@@ -80,7 +80,7 @@ def test_prometheus_scrapes_the_judgement_of_a_loaded_spindle(tmp_path: Path) ->
                     _stop(fio)
                 time.sleep(3)  # the last judgement made and scraped
                 sel = f'{{device="{dev}"}}'
-                assert prom.query_value(f'up{{job="iogauge"}}') == 1.0, prom.log_tail()
+                assert prom.query_value('up{job="iogauge"}') == 1.0, prom.log_tail()
                 verdicts = {r["metric"]["verdict"]: float(r["value"][1])
                             for r in prom.query(f"iogauge_device_verdict{sel}")}
                 models = {r["metric"]["model"]: float(r["value"][1])
