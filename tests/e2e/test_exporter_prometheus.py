@@ -67,9 +67,10 @@ def test_prometheus_scrapes_the_judgement_of_a_loaded_spindle(tmp_path: Path) ->
         dev = Path(loop).name
         exporter = subprocess.Popen(
             [str(iogauge_exe()), "exporter", "--listen", f"127.0.0.1:{port}", "--interval",
-             "1", "--window", "120", "--guarantee-db", str(tmp_path / "no-guarantee.duckdb"),
-             dev], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-            stdin=subprocess.DEVNULL, start_new_session=True)
+             "1", "--judge-every", "1", "--window", "120",
+             "--guarantee-db", str(tmp_path / "no-guarantee.duckdb"), dev],
+            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
+            start_new_session=True)
         try:
             with prometheus([f"127.0.0.1:{port}"], tmp_path) as prom:
                 fio = _fio_steps(loop)

@@ -157,6 +157,15 @@ def test_the_window_slides(tmp_path: Path) -> None:
     assert sda.current_iops is not None and sda.current_iops < 61
 
 
+def test_judgements_are_spaced_by_judge_every(tmp_path: Path) -> None:
+    """Samples go on between judgements; the published judgement stays the last one made."""
+    exp, kernel = _exporter(tmp_path, window_s=900.0, judge_every_s=3600.0)
+    first = _run(exp, kernel, LOADS[:1])
+    again = _run(exp, kernel, LOADS[1:4])
+    assert again is first and first.samples == 1
+    assert exp.window.samples == 4
+
+
 def test_http_serves_the_latest_judgement(tmp_path: Path) -> None:
     exp, kernel = _exporter(tmp_path, window_s=900.0)
     # Port 0 is refused by --listen's parser (a scrape config names a fixed port): take a
@@ -243,7 +252,7 @@ def test_cli_textfile_only(tmp_path: Path) -> None:
     step = sorted((FIXTURE_TREE / "steps").iterdir())[0]
     res = CliRunner().invoke(app, [
         "exporter", "--no-http", "--textfile", str(tmp_path), "--interval", "0.1",
-        "--duration", "0.3", "--guarantee-db", str(tmp_path / "none.duckdb"),
+        "--duration", "0.3", "--judge-every", "0", "--guarantee-db", str(tmp_path / "none.duckdb"),
         "--procfs-root", str(step), "--sysfs-root", str(FIXTURE_TREE / "sys")])
     assert res.exit_code == 0, res.output
     got = _samples((tmp_path / TEXTFILE_NAME).read_text())
