@@ -51,6 +51,10 @@ def exporter(
                                          "node_exporter's textfile collector: iogauge.prom is "
                                          "replaced there atomically after every judgement.",
                                          show_default=False),
+    db: Path | None = typer.Option(None, "--db", help="Judge what `iogauge record --db` "
+                                   "writes to this store (this host's rows; its live "
+                                   "segments are read while it records) instead of "
+                                   "sampling /proc/diskstats here.", show_default=False),
     guarantee_db: Path | None = typer.Option(None, "--guarantee-db", help="Decision store of "
                                              "`iogauge guarantee` (its --db): its latest "
                                              "floor, A's IOPS and B's limits are published "
@@ -82,7 +86,12 @@ def exporter(
     # imported here, not at start-up: the exporter pulls in prometheus_client, and each
     # judgement the collector, polars and the analysis engine
     from iogauge.cli.analyze_cmd import parse_media
-    from iogauge.exporter.service import ExporterOptions, make_exporter, serve_http
+    from iogauge.exporter.service import (
+        ExporterOptions,
+        make_exporter,
+        serve_http,
+        store_exporter,
+    )
 
     with user_errors():
         if no_http and textfile is None:
@@ -105,17 +114,21 @@ def exporter(
             else:
                 err.print(line, markup=False)
 
-        exp = make_exporter(devices or None, opts, procfs_root=procfs_root,
-                            sysfs_root=sysfs_root, say=say)
+        if db is not None:
+            exp = store_exporter(db, devices or None, opts, say=say)
+        else:
+            exp = make_exporter(devices or None, opts, procfs_root=procfs_root,
+                                sysfs_root=sysfs_root, say=say)
         server = None
         if not no_http:
             server, _thread = serve_http(listen, lambda: exp.current)
         where = [] if no_http else [f"http://{listen}/metrics"]
         if textfile is not None:
             where.append(str(textfile / "iogauge.prom"))
-        err.print(f"exporter: sampling {', '.join(devices) if devices else 'active devices'} "
-                  f"every {interval:g} s, judging the last {window:g} s every "
-                  f"{max(judge_every, interval):g} s; publishing on "
+        what = ", ".join(devices) if devices else "active devices"
+        source = f"reading {db}" if db is not None else f"sampling {what}"
+        err.print(f"exporter: {source} every {interval:g} s, judging the last {window:g} s "
+                  f"every {max(judge_every, interval):g} s; publishing on "
                   f"{' and '.join(where)}; Ctrl-C or SIGTERM stops", markup=False)
         try:
             with _stop_on_signals() as stop:

@@ -11,19 +11,20 @@ never a scrape.
 
 from __future__ import annotations
 
+import socket
 import threading
 import time
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from prometheus_client import CollectorRegistry, start_http_server, write_to_textfile
 from prometheus_client.process_collector import ProcessCollector
 
-from iogauge.errors import IogaugeError
+from iogauge.errors import IogaugeError, StoreError
 from iogauge.exporter.guarantee_figures import read_latest
 from iogauge.exporter.judgement import GuaranteeFigures, Judgement, judgement_from
 from iogauge.exporter.metrics import JudgementCollector
@@ -33,6 +34,8 @@ if TYPE_CHECKING:
 
     from iogauge.analysis.service_model import ServiceModel
     from iogauge.collector.linux import IntervalResult, LinuxCollector
+    from iogauge.model.device import DeviceInfo
+    from iogauge.model.sampleframe import SampleFrame
 
 #: File the textfile collector reads in ``--textfile DIR`` (node_exporter reads ``*.prom``).
 TEXTFILE_NAME = "iogauge.prom"
@@ -114,11 +117,63 @@ class SampleWindow:
     def results(self) -> list[IntervalResult]:
         return list(self._results)
 
+    def frame(self) -> tuple[SampleFrame, dict[str, DeviceInfo]]:
+        """The window's samples as one SampleFrame, and the devices' metadata."""
+        from iogauge.collector.linux import frame_from_results  # noqa: PLC0415
+
+        col = self.collector
+        return frame_from_results(self.results(), host=col.host), col.device_info()
+
+
+class StoreWindow:
+    """The samples ``iogauge record`` commits to a store (its live segments are read while it
+    runs), of this host, over the last ``window_s`` seconds: the exporter then samples
+    nothing itself. ``take`` does nothing; the store is read when a judgement is made."""
+
+    def __init__(self, db: Path, window_s: float, devices: Sequence[str] | None = None,
+                 host: str | None = None) -> None:
+        self.db = db
+        self.window_s = window_s
+        self.devices = list(devices) if devices else None
+        self.host = host or socket.gethostname()
+        self.samples = 0
+        self.span_s = 0.0
+
+    def prime(self) -> list[str]:
+        if not self.db.is_file():
+            raise StoreError(f"{self.db}: no such store; start `iogauge record --db "
+                             f"{self.db}` first")
+        return []
+
+    def take(self) -> list[str]:
+        return []
+
+    def frame(self) -> tuple[SampleFrame, dict[str, DeviceInfo]]:
+        from iogauge.model.device import DeviceInfo  # noqa: PLC0415
+        from iogauge.store.duckdb_store import Store  # noqa: PLC0415 - DuckDB when used
+
+        since = datetime.now(UTC) - timedelta(seconds=self.window_s)
+        with Store.open(self.db, read_only=True, threads=1) as store:
+            frame = store.read(device=self.devices, start=since, host=self.host)
+            rows = store.read_devices(self.host).to_dicts()
+        fields = set(DeviceInfo.__dataclass_fields__)
+        infos = {str(r["name"]): DeviceInfo(**{k: v for k, v in r.items() if k in fields}
+                                            | {"slaves": tuple(r.get("slaves") or ())})
+                 for r in rows}
+        import polars as pl  # noqa: PLC0415
+
+        span_us, interval_s, n = frame.df.select(
+            span=(pl.col("ts").max() - pl.col("ts").min()).dt.total_microseconds(),
+            interval=pl.col("interval_s").median(), n=pl.col("ts").n_unique()).row(0)
+        self.samples = int(n)
+        self.span_s = 0.0 if not n else float(span_us or 0) / 1e6 + float(interval_s or 0.0)
+        return frame, infos
+
 
 class Exporter:
     """Samples, judges and publishes; :attr:`current` is the latest judgement."""
 
-    def __init__(self, window: SampleWindow, options: ExporterOptions, *,
+    def __init__(self, window: SampleWindow | StoreWindow, options: ExporterOptions, *,
                  say: Callable[[str], None] = print) -> None:
         self.window = window
         self.options = options
@@ -133,7 +188,6 @@ class Exporter:
         """Take a sample; when ``judge_every_s`` has passed since the last judgement, judge
         the window and publish it (textfile). Returns the current judgement."""
         from iogauge.analysis.engine import AnalysisOptions, analyze  # noqa: PLC0415
-        from iogauge.collector.linux import frame_from_results  # noqa: PLC0415
 
         for m in self.window.take():
             self.say(f"warning: {m}")
@@ -142,9 +196,15 @@ class Exporter:
                 and time.monotonic() - self._judged_at < self.options.judge_every_s):
             return self.current
         self._judged_at = time.monotonic()
-        col = self.window.collector
-        frame = frame_from_results(self.window.results(), host=col.host)
-        result = analyze(frame, None, col.device_info(), AnalysisOptions(
+        try:
+            frame, infos = self.window.frame()
+        except StoreError as exc:
+            # A store briefly held by another writer (an import): the last judgement stays.
+            self.say(f"warning: window not read, the last judgement stays: {exc}")
+            if self.current is not None:
+                return self.current
+            raise
+        result = analyze(frame, None, infos, AnalysisOptions(
             window_s=min(ENGINE_WINDOW_S, self.options.window_s), media=self.options.media))
         j = judgement_from(result, samples=self.window.samples, span_s=self.window.span_s,
                            analysis_s=time.perf_counter() - t0,
@@ -227,5 +287,11 @@ def make_exporter(devices: Sequence[str] | None, options: ExporterOptions, *,
     return Exporter(SampleWindow(col, options.window_s), options, say=say)
 
 
+def store_exporter(db: Path, devices: Sequence[str] | None, options: ExporterOptions, *,
+                   say: Callable[[str], None] = print) -> Exporter:
+    """An exporter judging what ``iogauge record --db DB`` writes (this host's rows)."""
+    return Exporter(StoreWindow(db, options.window_s, devices), options, say=say)
+
+
 __all__ = ["TEXTFILE_NAME", "Exporter", "ExporterOptions", "ListenError", "SampleWindow",
-           "make_exporter", "parse_listen", "serve_http"]
+           "StoreWindow", "make_exporter", "parse_listen", "serve_http", "store_exporter"]

@@ -6,6 +6,7 @@ or the textfile gets, and the guarantee's figures from a real decision store."""
 from __future__ import annotations
 
 import socket
+import time
 import urllib.request
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -16,7 +17,7 @@ from typer.testing import CliRunner
 
 from iogauge.analysis.service_model import ServiceModel
 from iogauge.cli.main import app
-from iogauge.collector.linux import LinuxCollector
+from iogauge.collector.linux import LinuxCollector, frame_from_results
 from iogauge.exporter.guarantee_figures import read_latest
 from iogauge.exporter.judgement import VERDICT_LABELS, Judgement
 from iogauge.exporter.metrics import ALL_METRICS, SERVICE_MODELS
@@ -270,3 +271,45 @@ def test_cli_refuses_bad_options(args: list[str], message: str) -> None:
                              terminal_width=200)
     assert res.exit_code == 2
     assert message in res.output
+
+
+def test_cli_judges_what_record_wrote_to_a_store(tmp_path: Path) -> None:
+    """`--db`: the samples of this host in the store over the window, no sampling here."""
+    proc = tmp_path / "proc"
+    proc.mkdir()
+    kernel = Kernel(proc)
+    now = time.time()
+    start = kernel.t
+    # the last sample ends now: the whole ramp lies inside the 15-minute window
+    col = LinuxCollector(proc, tmp_path / "sys", monotonic=lambda: kernel.t,
+                         wall=lambda: now - (len(LOADS) * STEP_S) + (kernel.t - start))
+    col.prime()
+    results = []
+    for x in LOADS:
+        kernel.advance(x)
+        results.append(col.sample())
+    db = tmp_path / "rec.duckdb"
+    with Store.open(db) as store:
+        store.append(frame_from_results(results, host=socket.gethostname()))
+        store.append(frame_from_results(results, host="another-host"))  # not ours: left out
+    out = tmp_path / "tf"
+    out.mkdir()
+    res = CliRunner().invoke(app, [
+        "exporter", "--db", str(db), "--no-http", "--textfile", str(out), "--interval", "0.1",
+        "--duration", "0.2", "--judge-every", "0", "--media", "sda=one-at-a-time",
+        "--guarantee-db", str(tmp_path / "none.duckdb")])
+    assert res.exit_code == 0, res.output
+    got = _samples((out / TEXTFILE_NAME).read_text())
+    assert got[("iogauge_exporter_window_samples", ())] == len(LOADS)
+    assert got[("iogauge_device_max_iops", (("device", "sda"),))] == pytest.approx(
+        PLATEAU_IOPS, rel=0.02)
+    assert got[("iogauge_device_knee_util_ratio", (("device", "sda"),))] == pytest.approx(
+        KNEE_UTIL_PCT / 100, abs=0.05)
+
+
+def test_cli_db_must_exist(tmp_path: Path) -> None:
+    res = CliRunner().invoke(app, ["exporter", "--db", str(tmp_path / "absent.duckdb"),
+                                   "--no-http", "--textfile", str(tmp_path), "--duration",
+                                   "0.2"], terminal_width=200)
+    assert res.exit_code == 2
+    assert "no such store" in res.output
