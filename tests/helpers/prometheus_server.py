@@ -3,7 +3,7 @@ temporary directory, stopped by its PID whatever happens.
 
 Typical use::
 
-    with prometheus(["127.0.0.1:9595"], tmp_path) as prom:
+    with prometheus({"iogauge": ["127.0.0.1:9595"]}, tmp_path) as prom:
         prom.wait_for('iogauge_device_verdict{device="loop3"}')
         value = prom.query_value('iogauge_device_max_iops{device="loop3"}')
 """
@@ -19,7 +19,7 @@ import subprocess
 import time
 import urllib.parse
 import urllib.request
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -76,15 +76,18 @@ class Prometheus:
 
 
 @contextlib.contextmanager
-def prometheus(targets: Sequence[str], workdir: Path, *, job: str = "iogauge"
-               ) -> Iterator[Prometheus]:
-    """Prometheus scraping ``targets`` (host:port) every second."""
+def prometheus(jobs: Mapping[str, Sequence[str]], workdir: Path, *,
+               rule_files: Sequence[Path] = ()) -> Iterator[Prometheus]:
+    """Prometheus scraping each job's targets (host:port) every second, evaluating
+    ``rule_files`` every second."""
     exe = require_tools("prometheus")["prometheus"]
     port = free_port()
     config = workdir / "prometheus.yml"
     config.write_text(json.dumps({  # JSON is YAML
         "global": {"scrape_interval": "1s", "evaluation_interval": "1s"},
-        "scrape_configs": [{"job_name": job, "static_configs": [{"targets": list(targets)}]}],
+        "rule_files": [str(p) for p in rule_files],
+        "scrape_configs": [{"job_name": job, "static_configs": [{"targets": list(targets)}]}
+                           for job, targets in jobs.items()],
     }))
     log = workdir / "prometheus.log"
     with log.open("wb") as out:
