@@ -137,4 +137,5 @@ def exporter(
             if server is not None:
                 server.shutdown()
                 server.server_close()
-        err.print(f"exporter stopped after {steps} judgement(s)", markup=False)
+        err.print(f"exporter stopped after {steps} sample(s) and {exp.judgements} "
+                  "judgement(s)", markup=False)

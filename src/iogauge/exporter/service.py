@@ -183,10 +183,13 @@ class Exporter:
         self.current: Judgement | None = None
         self._guarantee_warned = False
         self._judged_at: float | None = None  # monotonic time of the last judgement
+        #: Judgements made so far.
+        self.judgements = 0
 
-    def step(self) -> Judgement:
+    def step(self) -> Judgement | None:
         """Take a sample; when ``judge_every_s`` has passed since the last judgement, judge
-        the window and publish it (textfile). Returns the current judgement."""
+        the window and publish it (textfile). Returns the current judgement (None: none
+        could be made yet)."""
         from iogauge.analysis.engine import AnalysisOptions, analyze  # noqa: PLC0415
 
         for m in self.window.take():
@@ -204,8 +207,15 @@ class Exporter:
             if self.current is not None:
                 return self.current
             raise
-        result = analyze(frame, None, infos, AnalysisOptions(
-            window_s=min(ENGINE_WINDOW_S, self.options.window_s), media=self.options.media))
+        try:
+            result = analyze(frame, None, infos, AnalysisOptions(
+                window_s=min(ENGINE_WINDOW_S, self.options.window_s),
+                media=self.options.media))
+        except Exception as exc:  # noqa: BLE001 - a daemon: the last judgement stays
+            self.say(f"warning: the window could not be judged, the last judgement stays: "
+                     f"{exc!r} (please report this)")
+            return self.current
+        self.judgements += 1
         j = judgement_from(result, samples=self.window.samples, span_s=self.window.span_s,
                            analysis_s=time.perf_counter() - t0,
                            guarantees=self._guarantees())
@@ -245,7 +255,7 @@ class Exporter:
 
     def run(self, stop: threading.Event, duration_s: float | None = None) -> int:
         """Step every ``interval_s`` until ``stop`` is set (or ``duration_s`` passed);
-        returns the judgements made."""
+        returns the samples taken."""
         for m in self.window.prime():
             self.say(f"warning: {m}")
         start = time.monotonic()
