@@ -80,6 +80,14 @@ def test_promtool_checks_the_rules() -> None:
     assert "SUCCESS" in res.stdout
 
 
+def test_vmalert_reads_the_rules() -> None:
+    """VictoriaMetrics' rule evaluator (package victoria-metrics) parses them too."""
+    exe = require_tools("vmalert")["vmalert"]
+    res = subprocess.run([exe, "-dryRun", f"-rule={RULES}"], capture_output=True, text=True,
+                         timeout=120, check=False)
+    assert res.returncode == 0, res.stdout[-2000:] + res.stderr[-2000:]
+
+
 def test_promtool_checks_the_scrape_config() -> None:
     res = _promtool("check", "config", str(RULES.parent / "prometheus.yml"))
     assert res.returncode == 0, res.stdout + res.stderr
