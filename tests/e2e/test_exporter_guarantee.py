@@ -12,14 +12,12 @@ seconds.
 
 from __future__ import annotations
 
-import json
 import subprocess
 from pathlib import Path
-from typing import Any
 
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
-from tests.e2e.test_guarantee_live_store import _iogauge, _tree
+from tests.e2e.test_guarantee_live_store import _iogauge, _show, _tree
 from tests.unit.guarantee.cgroup_fixtures import SYSFS, FakeKernel
 
 pytestmark = pytest.mark.slow
@@ -33,14 +31,6 @@ def _figures(path: Path) -> dict[str, float]:
     return {s.name: s.value for fam in text_string_to_metric_families(path.read_text())
             for s in fam.samples if s.name.startswith("iogauge_guarantee_")
             and s.labels.get("device") == "sda"}
-
-
-def _show_last(db: Path) -> list[dict[str, Any]]:
-    res = subprocess.run([*_iogauge(), "guarantee", "show", "--db", str(db), "--json",
-                          "--last", "1"], capture_output=True, text=True, timeout=120,
-                         check=False)
-    assert res.returncode == 0, res.stderr
-    return [json.loads(line) for line in res.stdout.splitlines()]
 
 
 def test_exporter_publishes_the_guarantee_decisions(tmp_path: Path) -> None:
@@ -71,6 +61,6 @@ def test_exporter_publishes_the_guarantee_decisions(tmp_path: Path) -> None:
     assert got["iogauge_guarantee_protected_iops"] == pytest.approx(60, rel=0.1)
     assert got["iogauge_guarantee_throttled_iops"] == pytest.approx(240, rel=0.1)
     # B's limit and X as the controller recorded them (steady load: steady decisions)
-    (last,) = _show_last(db)
+    last = _show(db)[-1]
     assert got["iogauge_guarantee_throttled_read_limit_iops"] == last["b_riops_limit"]
     assert got["iogauge_guarantee_target_busy_ratio"] == pytest.approx(last["x_pct"] / 100)
