@@ -2,13 +2,14 @@
 
 ``iogauge guarantee`` records every decision as a GuaranteeFrame row in its store (live
 segments beside the DuckDB file, readable while it runs). The exporter publishes the last
-one per device when it is recent: a decision older than ``max_age_s`` means the controller
-stopped, and its figures are no longer true.
+one per device while it is recent: a decision older than three of the controller's own
+intervals (and at least a minute) means the controller stopped, and its figures are no
+longer true.
 """
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from pathlib import Path
 
 import polars as pl
@@ -20,14 +21,21 @@ def _num(v: object) -> float | None:
     return None if v is None else float(v)  # type: ignore[arg-type]
 
 
-def latest_figures(df: pl.DataFrame, *, now: datetime, max_age_s: float
-                   ) -> tuple[GuaranteeFigures, ...]:
-    """The last decision per device of a GuaranteeFrame's rows, if younger than
-    ``max_age_s`` at ``now``."""
+#: A decision is stale after this many of the controller's intervals ...
+STALE_INTERVALS = 3
+#: ... and never sooner than this (s).
+MIN_STALE_S = 60.0
+
+
+def latest_figures(df: pl.DataFrame, *, now: datetime) -> tuple[GuaranteeFigures, ...]:
+    """The last decision per device of a GuaranteeFrame's rows, unless it is stale at
+    ``now``."""
     if df.height == 0:
         return ()
-    recent = (df.filter(pl.col("ts") >= now - timedelta(seconds=max_age_s))
-              .sort("ts").group_by("device", maintain_order=True).last().sort("device"))
+    last = df.sort("ts").group_by("device", maintain_order=True).last().sort("device")
+    age_s = (pl.lit(now) - pl.col("ts")).dt.total_microseconds() / 1e6
+    recent = last.filter(age_s <= pl.max_horizontal(
+        pl.lit(MIN_STALE_S), STALE_INTERVALS * pl.col("interval_s")))
     out = []
     for r in recent.iter_rows(named=True):
         x = _num(r["x_pct"])
@@ -40,8 +48,7 @@ def latest_figures(df: pl.DataFrame, *, now: datetime, max_age_s: float
     return tuple(out)
 
 
-def read_latest(db: Path, *, max_age_s: float, now: datetime | None = None
-                ) -> tuple[GuaranteeFigures, ...]:
+def read_latest(db: Path, *, now: datetime | None = None) -> tuple[GuaranteeFigures, ...]:
     """:func:`latest_figures` of the decisions stored in ``db`` (none when it does not
     exist). Raises :class:`~iogauge.errors.StoreError` when the store cannot be read."""
     if not db.exists():
@@ -50,4 +57,4 @@ def read_latest(db: Path, *, max_age_s: float, now: datetime | None = None
 
     with Store.open(db, read_only=True, threads=1) as store:
         df = store.read_guarantee().df
-    return latest_figures(df, now=now or datetime.now(UTC), max_age_s=max_age_s)
+    return latest_figures(df, now=now or datetime.now(UTC))

@@ -41,9 +41,6 @@ if TYPE_CHECKING:
 TEXTFILE_NAME = "iogauge.prom"
 #: Longest analysis window inside the sliding window (the engine's default window).
 ENGINE_WINDOW_S = 60.0
-#: A guarantee decision older than this many of its own intervals (at least a minute) means
-#: the controller stopped: its figures are no longer published.
-GUARANTEE_STALE_INTERVALS = 3
 
 
 class ListenError(IogaugeError):
@@ -228,9 +225,8 @@ class Exporter:
         db = self.options.guarantee_db
         if db is None:
             return ()
-        max_age = max(60.0, GUARANTEE_STALE_INTERVALS * self.options.interval_s)
         try:
-            figures = read_latest(db, max_age_s=max_age, now=datetime.now(UTC))
+            figures = read_latest(db, now=datetime.now(UTC))
         except IogaugeError as exc:
             if not self._guarantee_warned:
                 self.say(f"warning: guarantee figures left out: {exc}")

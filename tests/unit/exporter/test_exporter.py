@@ -224,12 +224,18 @@ def test_guarantee_figures_from_its_store(tmp_path: Path) -> None:
             _decision(now - timedelta(seconds=1), b_riops_limit=None, x_pct=87.0),
             _decision(now - timedelta(hours=1), device="sdc"),  # a stopped run: left out
         ]))
-    (g,) = read_latest(db, max_age_s=60.0, now=now)
+    (g,) = read_latest(db, now=now)
     assert (g.device, g.floor_iops, g.protected_iops, g.throttled_iops) == (
         "sdb", 100.0, 120.0, 80.0)
     assert g.read_limit_iops is None and g.write_limit_iops == 20.0
     assert g.target_busy_ratio == pytest.approx(0.87)
-    assert read_latest(tmp_path / "absent.duckdb", max_age_s=60.0) == ()
+    assert read_latest(tmp_path / "absent.duckdb") == ()
+    # stale after three of the controller's intervals, at least a minute
+    assert read_latest(db, now=now + timedelta(seconds=62)) == ()
+    with Store.open(db) as store:
+        store.append_guarantee(GuaranteeFrame.from_records([
+            _decision(now, device="sdd", interval_s=30.0)]))
+    assert [g.device for g in read_latest(db, now=now + timedelta(seconds=85))] == ["sdd"]
 
 
 def test_guarantee_figures_are_published(tmp_path: Path) -> None:
