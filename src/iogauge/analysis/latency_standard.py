@@ -249,6 +249,8 @@ def _label_class(dev: DeviceContext) -> tuple[LatencyClass, str] | None:
         return LatencyClass.CLOUD, f"the model {info.model if info else ''}"
     if dev.device.startswith("nvme"):
         return LatencyClass.NVME, f"the name {dev.device}"
+    if dev.kind in ("disk", "partition") and is_virtual(dev.device, info):
+        return LatencyClass.CLOUD, f"a virtual disk ({dev.device}): a VM's or cloud volume"
     if (info is not None and info.rotational is not None and dev.kind in ("disk", "partition")
             and not is_virtual(dev.device, info)):
         return ((LatencyClass.HDD if info.rotational else LatencyClass.SSD),
