@@ -147,7 +147,7 @@ def build_context(frame: SampleFrame | pl.DataFrame,
     # One group-by over every device's rows (attributes.compute_all), not a query each.
     attributes.compute_all(devs, ctx)
     for key in ctx.devices:
-        _inherit_counted_sequential(ctx, key)
+        attributes.inherit_counted_sequential(ctx, key)
     for dev in devs:
         override = opts.profiles.get(dev.key) or opts.profiles.get(dev.device)
         dev.capability = catalog.capability_for(dev, dev.attributes or Attributes(), override,
@@ -219,50 +219,6 @@ def _each(fn: Callable[[DeviceContext], None], devs: Sequence[DeviceContext]) ->
     with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="iogauge-analysis") as ex:
         for _ in ex.map(fn, devs):
             pass
-
-
-def _inherit_counted_sequential(ctx: AnalysisContext, key: str) -> None:
-    """A rank (or disk) whose own rows carry no sequential counts takes them from its parts.
-
-    RMF counts sequential operations per volume in the cache report, not per rank; seed 000
-    judges the rank by the volumes' sequential share (57 % reads / 43 % writes of the
-    sequential operations). A counted share of the parts beats the size-based estimate of
-    the parent: the operation-weighted mean over the parts that have counts is used when
-    they carry at least a tenth of the parts' I/O (a sample of the volumes; the coverage is
-    stated in the note).
-    """
-    dev = ctx.devices[key]
-    a = dev.attributes
-    if a is None or a.seq_method == "rmf-cache":
-        return
-    parts = [c for c in ctx.children(key) if c.attributes is not None]
-    total = sum(c.attributes.iops_mean or 0.0 for c in parts if c.attributes)
-    counted = [(c.attributes.seq_pct, c.attributes.iops_mean or 0.0) for c in parts
-               if c.attributes and c.attributes.seq_method == "rmf-cache"
-               and c.attributes.seq_pct is not None]
-    weight = sum(w for _s, w in counted)
-    if counted and total > 0 and weight >= 0.1 * total:
-        share = sum(s * w for s, w in counted) / weight
-        note = (f"sequential share counted by the controller for {len(counted)} of "
-                f"{len(parts)} parts ({100 * weight / total:.0f} % of their I/O), "
-                "operation-weighted")
-    elif dev.kind == "rank" and parts:
-        # No volume of this rank has a cache page: RMF's subsystem-wide (SSID) counts are
-        # the next best measurement, when there is exactly one subsystem in the data.
-        ssids = [d for d in ctx.devices.values() if d.kind == "lcu" and d.host == dev.host
-                 and d.attributes is not None and d.attributes.seq_method == "rmf-cache"
-                 and d.attributes.seq_pct is not None]
-        if len(ssids) != 1:
-            return
-        share = ssids[0].attributes.seq_pct  # type: ignore[union-attr, assignment]
-        note = (f"sequential share counted by the controller for the whole subsystem "
-                f"{ssids[0].device} (no per-volume cache counts for this rank's volumes)")
-    else:
-        return
-    a.seq_pct = share
-    a.seq_method = "rmf-cache"
-    a.notes = [n for n in a.notes if "sequential share is an estimate" not in n]
-    a.notes.append(note)
 
 
 def run_rules(ctx: AnalysisContext, rules: Sequence[Rule] | None = None, *,
