@@ -379,7 +379,7 @@ def import_(
             target = None
             if parquet is None and not as_json:
                 # DuckDB is loaded only for the store (--parquet and --json do without it)
-                from iogauge.store.duckdb_store import StoreImport
+                from iogauge.store.importing import StoreImport
 
                 target = stack.enter_context(StoreImport(db, replace=True))
             with Progress(TextColumn("importing {task.description}"), BarColumn(),

@@ -26,18 +26,18 @@ from iogauge.errors import StoreBusyError, StoreError
 from iogauge.model.device import DeviceInfo
 from iogauge.model.guaranteeframe import GuaranteeFrame
 from iogauge.model.sampleframe import SampleFrame
-from iogauge.store.duckdb_store import (
+from iogauge.store.connection import _first_line
+from iogauge.store.devices import _normalise
+from iogauge.store.duckdb_store import Store
+from iogauge.store.schema import (
     DEVICE_FIELDS,
     DEVICE_TABLE_COLUMNS,
     DEVICES_TABLE,
     GUARANTEE_TABLE,
     GUARANTEE_TABLE_COLUMNS,
     SAMPLES_TABLE,
-    Store,
     TimeArg,
     _ddl,
-    _first_line,
-    _normalise,
     default_db_path,
     parse_time,
 )
