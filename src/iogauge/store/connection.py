@@ -69,7 +69,8 @@ def _open_error(path: Path, exc: BaseException, *, read_only: bool) -> StoreErro
             f"{path}: the database is locked by another process{holder}. DuckDB lets one "
             "process open a database file for writing and no other process open it "
             "meanwhile; `iogauge record` and `guarantee` hold it only while starting, "
-            "`iogauge import` for the whole import: wait for it or use another --db.")
+            "`iogauge import` only to fold in a WAL a killed writer left (it imports into "
+            "a copy); another program may hold it longer: wait for it or use another --db.")
     if "not a valid DuckDB database" in msg:
         return StoreError(f"{path}: not a DuckDB database (the file exists but does not start "
                           "with a DuckDB header); check --db")
@@ -105,7 +106,7 @@ def _connect(path: Path, *, read_only: bool, threads: int | None) -> duckdb.Duck
 
 
 #: Seconds a reader (read-only open) retries while another process holds the DuckDB file
-#: (a live writer starting, about 0.1 s; an import, for its length); a writer retries
+#: (a live writer starting, about 0.1 s; a user's own DuckDB session); a writer retries
 #: :data:`WRITE_RETRY_S` (a reader reading, usually well under a second).
 READ_RETRY_S = 10.0
 WRITE_RETRY_S = 3.0

@@ -67,8 +67,8 @@ class StoreCore:
         Args:
             path: database file; parent directories are created when writing.
             read_only: open without write access (never creates, never migrates). A file
-                that another process holds for writing (an import; a live writer for the
-                moment it starts) is retried for :data:`READ_RETRY_S` seconds.
+                that another process holds for writing (a live writer for the moment it
+                starts) is retried for :data:`READ_RETRY_S` seconds.
             threads: DuckDB worker threads (None: DuckDB's default, one per core).
 
         Raises:
@@ -122,6 +122,14 @@ class StoreCore:
         except duckdb.Error as exc:
             raise StoreError(f"{self.path}: closing the database failed: "
                              f"{_first_line(exc)}") from exc
+
+    def checkpoint(self) -> None:
+        """Write what the WAL holds into the database file (as closing does), so that the
+        file alone is the whole store."""
+        try:
+            self._connection().execute("CHECKPOINT")
+        except duckdb.Error as exc:
+            raise StoreError(f"{self.path}: checkpoint failed: {_first_line(exc)}") from exc
 
     @property
     def closed(self) -> bool:

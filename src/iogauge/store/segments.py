@@ -140,16 +140,17 @@ class WriterLock:
     leaves a stale lock; the holder's PID is written in the file for the refusal message.
     """
 
-    def __init__(self, directory: Path, family: str, db: Path) -> None:
+    def __init__(self, directory: Path, family: str, db: Path, *, what: str | None = None
+                 ) -> None:
         self.path = directory / f"{family}.lock"
         self._fd: int | None = None
         fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
         holder = lock_with_pid(fd)
         if holder is not None:
             raise StoreBusyError(
-                f"{db}: another process (PID {holder}) is already writing {family} to this "
-                f"store (lock {self.path}); one writer per store: stop it or use another "
-                "--db. Readers (analyze, report, export, guarantee show) need no lock.")
+                f"{db}: another process (PID {holder}) is already writing {what or family} "
+                f"to this store (lock {self.path}); one writer per store: stop it or use "
+                "another --db. Readers (analyze, report, export, guarantee show) need no lock.")
         self._fd = fd
 
     def release(self) -> None:

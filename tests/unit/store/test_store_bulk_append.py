@@ -237,7 +237,7 @@ def test_a_store_created_meanwhile_receives_the_rows(tmp_path: Path) -> None:
     assert sorted(p.name for p in tmp_path.iterdir()) == ["s.duckdb"]
 
 
-def test_an_existing_store_is_written_in_place(tmp_path: Path) -> None:
+def test_an_existing_store_gets_the_rows(tmp_path: Path) -> None:
     path = tmp_path / "s.duckdb"
     with _seeded(path):
         pass
