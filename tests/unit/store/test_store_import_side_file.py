@@ -129,3 +129,21 @@ def test_the_store_keeps_its_file_mode(tmp_path: Path) -> None:
         imp.add(_frame(0, 5))
         imp.commit()
     assert db.stat().st_mode & 0o777 == 0o640
+
+
+def test_a_store_written_before_takes_an_import_then_a_live_writer(tmp_path: Path) -> None:
+    """Migration: a store of an iogauge before issue 40 (no live directory) gets the import
+    (which leaves only its lock there), and the first live writer still says, once, that
+    its rows go to segments."""
+    db = tmp_path / "old.duckdb"
+    _seed(db)
+    with StoreImport(db) as imp:
+        imp.add(_frame(0, 5))
+        imp.commit()
+    with LiveStore.open(db) as live:
+        assert live.note is not None and "segments" in live.note
+        live.append(_frame(300, 2, host="live"))
+    with LiveStore.open(db) as live:
+        assert live.note is None
+    with Store.open(db, read_only=True) as st:
+        assert st.count() == 20 + 10 + 4
