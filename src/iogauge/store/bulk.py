@@ -30,44 +30,24 @@ if TYPE_CHECKING:
     from iogauge.store.core import StoreCore
 
 # ---- bulk imports (BulkAppend) -------------------------------------------------------------
+# The figures behind these settings (peak RSS and failures at other values) are in
+# benchmarks/README.md, "The store's bulk-import settings".
 #: DuckDB's block size; a column being appended to keeps one block pinned.
 _DUCKDB_BLOCK_BYTES = 256 << 10
-#: ``memory_limit`` while a :class:`BulkAppend` transaction is open: two blocks per samples
-#: column, at least 32 MiB. An insert pins about one block per column, and a transaction's
-#: partial row group (122,880 rows x 63 columns x 8 bytes, all-null columns included) is about
-#: 60 MB uncompressed: beyond the limit DuckDB's buffer manager spills it to its temporary
-#: directory instead of holding it. Measured with benchmarks/import_speed.py's 100 MB iostat
-#: log (689,106 rows in ~87k-row batches), one thread: a new store ran out of memory at 18 MB
-#: and worked at 20 MB; a re-import into it (the DELETE of replace) ran out at 20 MB and worked
-#: at 24 MB. Peak RSS of ``iogauge import --db`` (MiB, five runs each): 266-275 at 24 MB,
-#: 271-279 at 32 MB, 281-287 at 40 MB, 290 at 48 MB -- the limit adds about one to one. The
-#: spilling costs time: 5.4-6.1 s wall instead of 4.8 s without a limit (same run).
-#: Three blocks a column (47.25 MiB for 63 columns) since 2026-11-24: at two (32 MiB) a
-#: clean-clone CI run failed test_a_large_batch_with_replace_stays_within_the_memory_limit
-#: ("could not allocate block of size 256.0 KiB (31.7 MiB/32.0 MiB used)" at the INSERT of a
-#: slice after replace's DELETE) where two runs before it and five local runs passed: the
-#: margin was a few hundred kB.
+#: ``memory_limit`` while a :class:`BulkAppend` transaction is open: three blocks per samples
+#: column (at least 32 MiB). Past it DuckDB spills the transaction's partial row group to its
+#: temporary directory instead of holding it; the limit adds to the peak about one to one,
+#: and two blocks a column left a margin of a few hundred kB (a CI run ran out).
 BULK_MEMORY_LIMIT_BYTES = max(32 << 20, 3 * len(SAMPLE_TABLE_COLUMNS) * _DUCKDB_BLOCK_BYTES)
-#: ``memory_limit`` for the COMMIT of a :class:`BulkAppend` transaction. The commit moves the
-#: transaction's last, partial row group into the table, and cannot spill it: under
-#: a bulk limit of 32 MiB the commit of a new store failed ("could not
-#: allocate block of size 256.0 KiB") whenever the import had fewer rows than one row group
-#: (122,880) and more than some 30,000 (30,000 committed; a 5 or 10 MB iostat log, 34,353 and
-#: 68,706 rows, did not). Measured with DuckDB 2.0 on the worst case, a row group's worth
-#: (122,000 rows of the benchmark log, 244-character source and 44-46-character device names)
-#: pending at the commit of a new store: it failed under 48 MiB and committed under 56 MiB;
-#: this limit is more than twice that.
-BULK_COMMIT_MEMORY_LIMIT_BYTES = 128 << 20  # (4 x the 32 MiB bulk limit it was set with)
-#: DuckDB settings while a :class:`BulkAppend` transaction is open, restored when it ends.
-#: Same log, peak RSS of a script inserting the importer's SampleFrames as they come: 624 MiB
-#: with DuckDB's defaults; 316 MiB with
-#: ``write_buffer_row_group_count = 1`` (DuckDB otherwise keeps five 122,880-row row groups of
-#: the transaction in memory before writing them out: here nearly the whole import) and one
-#: thread; then the memory limit above. One thread, because every inserting thread pins its
-#: own blocks (32 MB was enough for one thread, not for two); the parser and DuckDB take turns
-#: anyway (a batch is inserted before the next is parsed). ``preserve_insertion_order`` stays
-#: on: :meth:`Store.read` returns rows in insertion order, and turning it off saved nothing
-#: measurable.
+#: ``memory_limit`` for the COMMIT, which moves the last, partial row group into the table
+#: and cannot spill it: a row group's worth pending needed 48-56 MiB; this is twice that.
+BULK_COMMIT_MEMORY_LIMIT_BYTES = 128 << 20
+#: DuckDB settings while a :class:`BulkAppend` transaction is open, restored when it ends:
+#: the limit above; one row group buffered before it is written out (DuckDB's default of
+#: five held nearly the whole 100 MB benchmark import in memory); one thread, since every
+#: inserting thread pins its own blocks and the parser and DuckDB take turns anyway.
+#: ``preserve_insertion_order`` stays on: :meth:`Store.read` returns rows in insertion
+#: order, and turning it off saved nothing measurable.
 BULK_SETTINGS: tuple[tuple[str, str], ...] = (
     ("memory_limit", f"'{BULK_MEMORY_LIMIT_BYTES}B'"),
     ("threads", "1"),
@@ -75,9 +55,8 @@ BULK_SETTINGS: tuple[tuple[str, str], ...] = (
 )
 #: Largest slice of a batch that :meth:`BulkAppend.add` hands DuckDB in one statement (a row
 #: group at DuckDB's default size): the DELETE of ``replace`` builds a hash table of the
-#: slice's keys within the memory limit (3 million rows, as from a file read whole, ran out of
-#: memory under it in one statement; 2 million did not). Slices cost little: DuckDB pushes each
-#: slice's key range into its scan of the stored rows (row groups outside it are skipped).
+#: slice's keys within the memory limit (millions of rows in one statement ran out). Slices
+#: cost little: DuckDB pushes each slice's key range into its scan of the stored rows.
 BULK_SLICE_ROWS = 122_880
 
 
