@@ -14,10 +14,7 @@ import duckdb
 
 from iogauge.errors import StoreError
 from iogauge.model.sampleframe import SampleFrame
-from iogauge.store.connection import (
-    _first_line,
-    _rollback,
-)
+from iogauge.store.connection import _first_line, _rollback
 from iogauge.store.schema import (
     _BATCH_VIEW,
     _INSERT_BATCH_SQL,

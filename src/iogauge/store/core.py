@@ -7,7 +7,8 @@ union of a table with its live segments."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import contextlib
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Self
 
@@ -21,6 +22,7 @@ from iogauge.store.connection import (
     _connect_retrying,
     _create_atomically,
     _first_line,
+    _rollback,
 )
 from iogauge.store.schema import (
     _BATCH_VIEW,
@@ -39,6 +41,8 @@ from iogauge.store.schema import (
 from iogauge.store.segments import live_dir, live_segments
 
 if TYPE_CHECKING:
+    import polars as pl
+
     from iogauge.store.bulk import BulkAppend
 
 
@@ -160,6 +164,28 @@ class StoreCore:
             raise StoreError(f"{self.path}: a bulk append is already in progress; commit or "
                              "roll it back first")
         return con
+
+    def _write_frame(self, df: pl.DataFrame, view: str, statements: Sequence[str], what: str,
+                     *, prepare: Callable[[duckdb.DuckDBPyConnection], object] | None = None
+                     ) -> None:
+        """``prepare`` (the table's DDL), then ``df`` as the view ``view`` and
+        ``statements`` in one transaction. Raises StoreError "cannot <what>": nothing of
+        the transaction is stored."""
+        con = self._writable()
+        try:
+            if prepare is not None:
+                prepare(con)
+            con.register(view, _ArrowStream(df))
+            con.execute("BEGIN TRANSACTION")
+            for sql in statements:
+                con.execute(sql)
+            con.execute("COMMIT")
+        except duckdb.Error as exc:
+            _rollback(con)
+            raise StoreError(f"{self.path}: cannot {what}: {_first_line(exc)}") from exc
+        finally:
+            with contextlib.suppress(duckdb.Error):
+                con.unregister(view)
 
     def _has_table(self, table: str) -> bool:
         """Whether this store has ``table`` (raises duckdb.Error for the caller to name)."""

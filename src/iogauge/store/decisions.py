@@ -6,8 +6,6 @@
 
 from __future__ import annotations
 
-import contextlib
-
 import duckdb
 import polars as pl
 
@@ -16,7 +14,6 @@ from iogauge.model.guaranteeframe import GuaranteeFrame
 from iogauge.store.connection import (
     _ArrowStream,
     _first_line,
-    _rollback,
 )
 from iogauge.store.core import StoreCore
 from iogauge.store.schema import (
@@ -39,23 +36,15 @@ class DecisionsMixin(StoreCore):
         n = len(frame)
         if n == 0:
             return 0
-        con = self._writable()
-        stream = _ArrowStream(frame.df)
         view = "_iogauge_guarantee_batch"
-        try:
+
+        def table(con: duckdb.DuckDBPyConnection) -> None:
             con.execute(_ddl(GUARANTEE_TABLE, GUARANTEE_TABLE_COLUMNS))
             self._reconcile(GUARANTEE_TABLE, GUARANTEE_TABLE_COLUMNS)
-            con.register(view, stream)
-            con.execute("BEGIN TRANSACTION")
-            con.execute(f"INSERT INTO {GUARANTEE_TABLE} BY NAME SELECT * FROM {view}")
-            con.execute("COMMIT")
-        except duckdb.Error as exc:
-            _rollback(con)
-            raise StoreError(f"{self.path}: cannot append {n} guarantee decisions: "
-                             f"{_first_line(exc)}") from exc
-        finally:
-            with contextlib.suppress(duckdb.Error):
-                con.unregister(view)
+
+        insert = f"INSERT INTO {GUARANTEE_TABLE} BY NAME SELECT * FROM {view}"
+        self._write_frame(frame.df, view, [insert], f"append {n} guarantee decisions",
+                          prepare=table)
         return n
 
     def read_guarantee(self, run_id: str | None = None) -> GuaranteeFrame:

@@ -7,7 +7,6 @@ AWR), replaced by key."""
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Sequence
 
 import duckdb
@@ -18,7 +17,6 @@ from iogauge.model.waitevents import WaitEventFrame
 from iogauge.store.connection import (
     _ArrowStream,
     _first_line,
-    _rollback,
 )
 from iogauge.store.core import StoreCore
 from iogauge.store.schema import (
@@ -42,22 +40,9 @@ class WaitsMixin(StoreCore):
         n = len(frame)
         if n == 0:
             return 0
-        con = self._writable()
-        stream = _ArrowStream(frame.df)
-        try:
-            con.execute(_ddl(WAITS_TABLE, WAIT_TABLE_COLUMNS))
-            con.register(_WAITS_VIEW, stream)
-            con.execute("BEGIN TRANSACTION")
-            for sql in _replace_waits_sql(_WAITS_VIEW):
-                con.execute(sql)
-            con.execute("COMMIT")
-        except duckdb.Error as exc:
-            _rollback(con)
-            raise StoreError(f"{self.path}: cannot append {n} wait events: "
-                             f"{_first_line(exc)}") from exc
-        finally:
-            with contextlib.suppress(duckdb.Error):
-                con.unregister(_WAITS_VIEW)
+        self._write_frame(frame.df, _WAITS_VIEW, _replace_waits_sql(_WAITS_VIEW),
+                          f"append {n} wait events",
+                          prepare=lambda con: con.execute(_ddl(WAITS_TABLE, WAIT_TABLE_COLUMNS)))
         return n
 
     def read_waits(self) -> WaitEventFrame:
