@@ -147,3 +147,17 @@ def test_a_store_written_before_takes_an_import_then_a_live_writer(tmp_path: Pat
         assert live.note is None
     with Store.open(db, read_only=True) as st:
         assert st.count() == 20 + 10 + 4
+
+
+def test_a_store_reached_through_a_symlink_stays_a_symlink(tmp_path: Path) -> None:
+    real = tmp_path / "data" / "s.duckdb"
+    real.parent.mkdir()
+    _seed(real)
+    link = tmp_path / "s.duckdb"
+    link.symlink_to(real)
+    with StoreImport(link) as imp:
+        imp.add(_frame(0, 5))
+        imp.commit()
+    assert link.is_symlink()
+    with Store.open(real, read_only=True) as st:
+        assert st.count() == 20 + 10
