@@ -109,8 +109,9 @@ def analyze_cmd(
             result.notes[:0] = inputs.notes
             sys.stdout.write(json.dumps(result.to_dict(), indent=2) + "\n")
             return
-        if not result.devices:
+        if not result.devices and not result.findings:
             out.print("no device with data in the selection")
             return
+        # (an AWR RAC global report has wait events and no device: its findings are shown)
         print_analysis(out, result, f"iogauge analysis of {inputs.described}",
                        None if all_findings else 12)

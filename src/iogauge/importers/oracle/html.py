@@ -43,14 +43,13 @@ from iogauge.importers.oracle.grammar import (
 )
 from iogauge.importers.oracle.histogram import hist_row, lower_bounds
 from iogauge.importers.oracle.osstat import CPU_SCHEMA, cpu_pcts, os_values
+from iogauge.importers.oracle.rac import RAC_TITLE_RE, rac_waits
 from iogauge.importers.oracle.rows import _Ctx
 from iogauge.model.sampleframe import SampleFrame
 from iogauge.model.waitevents import WAIT_SCHEMA, WaitEventFrame
 
 #: ``<title>AWR Report for DB: ORCL, Inst: orcl, Snaps: 21-22</title>`` (single instance)
 TITLE_RE = re.compile(r"<title>\s*AWR Report for DB:", re.IGNORECASE)
-#: the RAC global report (``awrgrpt.sql``): one row per instance, another layout
-RAC_TITLE_RE = re.compile(r"<title>\s*AWR RAC Report for DB:", re.IGNORECASE)
 
 #: summary (lower case, start) -> (kind, section) of the tables read; the sections are the
 #: text report's titles (lower case), as the wait rule ranks them
@@ -186,34 +185,65 @@ def _table(t: _HtmlTable, kind: str, source: Source) -> _Table:
     return table
 
 
+def _context(rep: _Report, source: Source, fmt: str) -> _Ctx | str:
+    """The row reader for one report's (or RAC instance's) window, or why it has none."""
+    window = report_window(rep, source.tz)
+    if isinstance(window, str):
+        return window
+    ts, interval_s = window
+    return _Ctx(source=source, fmt=fmt, ts=ts, interval_s=interval_s,
+                host=rep.host or source.host or Path(source.path).stem, rep=rep)
+
+
+def _add_waits(source: Source, rows: list[dict[str, object]]) -> None:
+    if rows:
+        source.waits.append(WaitEventFrame(pl.DataFrame(
+            [{c: row.get(c) for c in WAIT_SCHEMA} for row in rows], schema=WAIT_SCHEMA)))
+
+
 def parse_html(data: bytes, source: Source, *, fmt: str) -> SampleFrame:
     """The rows of an AWR HTML report; its wait events go to ``source.waits``."""
     text = decode(data)
-    if RAC_TITLE_RE.search(text[:4096]):
-        source.bad_line(None, "an AWR RAC global report (awrgrpt.sql): its tables hold one "
-                        "row per instance, a layout iogauge does not read yet; import the "
-                        "instances' own AWR reports (awrrpt.sql / awrrpti.sql)")
-        return SampleFrame.empty()
     parser = _Tables()
     parser.feed(text)
     parser.close()
+    if source.tz is None:
+        source.note(NO_ZONE_NOTE)
+    rac = RAC_TITLE_RE.search(text[:4096])
+    if rac:
+        _add_waits(source, rac_waits(parser.tables, source, rac.group(1),
+                                     lambda rep: _context(rep, source, fmt)))
+        return SampleFrame.empty()
     try:
         rep = _header(parser.tables)
     except _BadLine as exc:
         source.bad_line(exc.line_no, exc.reason)
         return SampleFrame.empty()
-    window = report_window(rep, source.tz)
-    if isinstance(window, str):
-        source.bad_line(None, window)
+    ctx = _context(rep, source, fmt)
+    if isinstance(ctx, str):
+        source.bad_line(None, ctx)
         return SampleFrame.empty()
-    ts, interval_s = window
-    if source.tz is None:
-        source.note(NO_ZONE_NOTE)
-    ctx = _Ctx(source=source, fmt=fmt, ts=ts, interval_s=interval_s,
-               host=rep.host or source.host or Path(source.path).stem, rep=rep)
+    cpu, hist = _read_tables(parser.tables, ctx, source)
+    for note in sorted(ctx.notes):
+        source.note(note)
+    base = {"source": fmt, "host": ctx.host, "db_name": rep.db_name,
+            "instance": rep.instance, "ts": ctx.ts, "interval_s": float(ctx.interval_s),
+            "section": "wait event histogram"}
+    _add_waits(source, ctx.wait_rows + [{**base, **row} for row in hist])
+    if not ctx.file_rows:
+        return SampleFrame.empty()
+    schema = {**_FILE_SCHEMA, **CPU_SCHEMA}
+    return SampleFrame(pl.DataFrame([{**{c: row.get(c) for c in _FILE_SCHEMA}, **cpu}
+                                     for row in ctx.file_rows], schema=schema))
+
+
+def _read_tables(tables: list[_HtmlTable], ctx: _Ctx, source: Source
+                 ) -> tuple[dict[str, float], list[dict[str, object]]]:
+    """Each table read into ``ctx`` by its summary; the host CPU columns and the histogram
+    rows are returned."""
     cpu: dict[str, float] = {}
     hist: list[dict[str, object]] = []
-    for t in parser.tables:
+    for t in tables:
         found = _section(t.summary)
         if found is None or not t.rows:
             continue
@@ -232,20 +262,7 @@ def parse_html(data: bytes, source: Source, *, fmt: str) -> SampleFrame:
                 ctx.add_files(table, kind)
         except _BadLine as exc:
             source.bad_line(exc.line_no, exc.reason)
-    for note in sorted(ctx.notes):
-        source.note(note)
-    base = {"source": fmt, "host": ctx.host, "db_name": rep.db_name,
-            "instance": rep.instance, "ts": ts, "interval_s": float(interval_s),
-            "section": "wait event histogram"}
-    waits = ctx.wait_rows + [{**base, **row} for row in hist]
-    if waits:
-        source.waits.append(WaitEventFrame(pl.DataFrame(
-            [{c: row.get(c) for c in WAIT_SCHEMA} for row in waits], schema=WAIT_SCHEMA)))
-    if not ctx.file_rows:
-        return SampleFrame.empty()
-    schema = {**_FILE_SCHEMA, **CPU_SCHEMA}
-    return SampleFrame(pl.DataFrame([{**{c: row.get(c) for c in _FILE_SCHEMA}, **cpu}
-                                     for row in ctx.file_rows], schema=schema))
+    return cpu, hist
 
 
 def _os_table(t: _HtmlTable) -> dict[str, float]:
