@@ -1,6 +1,6 @@
 """Oracle I/O wait averages against what the storage should give.
 
-Seed 003 (DESIGN §5.4) reads Statspack wait events next to ``iostat``: the average wait per
+[Insight-SSD9] reads Statspack wait events next to ``iostat``: the average wait per
 event (Time Waited / Waits) is what the database saw of the device. On its hard disk a
 ``db file scattered read`` (multi-block, full scans) averaged 0.74 / 1.11 cs (7.4 / 11.1 ms)
 against 0.37 / 0.25 cs on SSD, and the full scans made single-block ``db file sequential
@@ -21,7 +21,7 @@ kind of event:
   Enterprise Manager's I/O guidance, "most systems are performing satisfactorily if
   latency [of synchronous single block reads] is fewer than 10 milliseconds" (EM 11g
   online help, Performance: I/O, Latency for Synchronous Single Block Reads), which is also
-  seed 002's guidance for demanding SQL Server (<= 10 ms);
+  [MS-Azure-JP]'s guidance for demanding SQL Server (<= 10 ms);
 * multi-block reads (``db file scattered read``, ``direct path read``, ``direct path read
   temp``, ``cell multiblock physical read``): E = single-block E + the transfer of 1 MB
   (Oracle Database Reference, DB_FILE_MULTIBLOCK_READ_COUNT: the default corresponds to
@@ -31,11 +31,11 @@ kind of event:
 
 An average above :data:`WARN_FACTOR` x E (2x: well outside normal variation) is a
 **warning**, above :data:`CRITICAL_FACTOR` x E (5x; generic: 50 ms for single-block reads,
-seed 001's "svc_t >= 50 ms = bottleneck") **critical**. Intervals with fewer than
+[Goodus] §3.4's "svc_t >= 50 ms = bottleneck") **critical**. Intervals with fewer than
 :data:`MIN_WAITS` waits of the event are not judged (a mean of a handful of waits says
 little). When multi-block reads take at least :data:`SCAN_TIME_SHARE_PCT` (25 %) of the
 read wait time and the single-block average is flagged, the finding says that heavy full
-scans slow the single-block reads (seed 003, quoting insight-tec's wait-event series: "full
+scans slow the single-block reads ([Insight-SSD9], quoting insight-tec's wait-event series: "full
 scans causing a disk I/O bottleneck often make single-block index access slow").
 
 Waits are not device statistics: findings are host-wide (``device`` None), at most
@@ -64,7 +64,7 @@ from iogauge.analysis.types import Evidence, Finding, Severity
 RULE_ID = "oracle_waits"
 DESCRIPTION = ("Oracle I/O wait averages (Statspack/AWR) above 2x (warning) / 5x (critical) "
                "what the device should give: its typical latency, else 10 ms single-block "
-               "(Oracle EM guidance) and 20 ms multi-block (seed 003 §5.4).")
+               "(Oracle EM guidance) and 20 ms multi-block ([Insight-SSD9]).")
 
 SINGLE_EVENTS = ("db file sequential read", "cell single block physical read")
 MULTI_EVENTS = ("db file scattered read", "direct path read", "direct path read temp",
@@ -84,11 +84,11 @@ SECTION_RANK: dict[str, int] = {"wait events": 0, "foreground wait events": 0,
                                 "background wait events": 1, "top timed events": 2}
 #: Kinds that are not storage a database file lives on.
 _NOT_STORAGE = frozenset({"datafile", "tablespace", "lcu", "port", "ram", "loop"})
-SOURCE = ("seed 003 §5.4 (DESIGN.md: Statspack avg wait per event, HDD 0.74/1.11 cs vs SSD "
+SOURCE = ("[Insight-SSD9] (Statspack avg wait per event, HDD 0.74/1.11 cs vs SSD "
           "0.37/0.25 cs per db file scattered read; full scans slow single-block reads); "
           "Oracle Enterprise Manager 11g online help, I/O: Latency for Synchronous Single "
           "Block Reads (< 10 ms satisfactory); Oracle Database Reference, "
-          "DB_FILE_MULTIBLOCK_READ_COUNT (1 MB); seed 001 §5.2 (>= 50 ms bottleneck)")
+          "DB_FILE_MULTIBLOCK_READ_COUNT (1 MB); [Goodus] §3.4 (>= 50 ms bottleneck)")
 
 _KEYS = ("host", "db_name", "instance")
 
@@ -295,7 +295,7 @@ def _finding(event: str, kind: str, e: float, exp: Expectation, run: Run, found:
     if full_scans:
         explanation += (f" Multi-block reads (full scans) took {scan:.0f} % of the read wait "
                         "time: they keep the device busy and single-block reads queue "
-                        "behind them (seed 003: 538 ms per single-block read on the busy "
+                        "behind them ([Insight-SSD9]: 538 ms per single-block read on the busy "
                         "hard disk, 60 ms on SSD).")
     if kind == "redo":
         explanation += " Redo writes set commit latency (log file sync waits for them)."
@@ -306,7 +306,7 @@ def _finding(event: str, kind: str, e: float, exp: Expectation, run: Run, found:
                   "backups) and reduce physical reads (buffer cache, indexes).",
         "multi": "Check the device's sequential throughput and load in the interval; reduce "
                  "full scans (indexes, partition pruning) or move the scanned segments to "
-                 "faster storage (seed 003: SSD halved the scattered-read wait).",
+                 "faster storage ([Insight-SSD9]: SSD halved the scattered-read wait).",
         "redo": "Put the online redo logs on the fastest, least shared device (write "
                 "cache, SSD), away from data files; check commit frequency.",
     }[kind]
