@@ -48,7 +48,7 @@ def test_real_12_2_report_rows_match_its_tables() -> None:
     waits = res.waits.df
     counts = dict(waits.group_by("section").len().rows())
     assert counts == {"top timed events": 10, "foreground wait events": 176,
-                      "background wait events": 225}
+                      "background wait events": 225, "iostat by filetype": 13}
     first = waits.filter(pl.col("section") == "foreground wait events").row(0, named=True)
     assert (first["event"], first["waits"], first["time_waited_s"], first["avg_wait_ms"],
             first["pct_db_time"]) == ("cell single block physical read", 98875012.0,
@@ -71,7 +71,7 @@ def test_text_and_html_of_one_report_give_the_same_rows() -> None:
     text, html = import_file(SOE_TXT), import_file(SOE_HTML)
     assert text.frame.df.sort("device").equals(html.frame.df.sort("device"))
     tw, hw = text.waits.df, html.waits.df
-    assert tw.height == hw.height == 18  # 5 top, 6 fg, 3 bg, 4 histogram
+    assert tw.height == hw.height == 21  # 5 top, 6 fg, 3 bg, 4 histogram, 3 by filetype
     # the text cuts names at the column width ("control file sequential re"): each text
     # row is the HTML row of the same place, its names a prefix of the HTML names
     for t, h in zip(tw.iter_rows(named=True), hw.iter_rows(named=True), strict=True):
@@ -148,3 +148,19 @@ def test_real_report_os_statistics_as_host_cpu() -> None:
     total = 253_199_088 + 566_798_662  # BUSY_TIME + IDLE_TIME of the report
     assert df["cpu_user_pct"].unique().to_list() == [pytest.approx(226_865_365 * 100 / total)]
     assert df["cpu_idle_pct"].null_count() == 0
+
+
+def test_iostat_by_filetype_small_and_large_reads() -> None:
+    """Real 12.2 report: 'Data File  ...  381.89us  244.41ms'; the TOTAL: row is no file
+    type; the SOE text and HTML give the same three rows (Log File prints no read time)."""
+    ft = import_file(DBS).waits.df.filter(pl.col("section") == "iostat by filetype")
+    got = dict(ft.select("event", "avg_wait_ms").iter_rows())
+    assert got["Data File small read"] == pytest.approx(0.38189)
+    assert got["Data File large read"] == 244.41
+    assert got["Temp File small read"] == 390.89
+    assert not any(k.startswith("TOTAL") for k in got)
+    for path in (SOE_TXT, SOE_HTML):
+        soe = import_file(path).waits.df.filter(pl.col("section") == "iostat by filetype")
+        assert soe.select("event", "avg_wait_ms").rows() == [
+            ("Data File small read", 177.4), ("Data File large read", 44.6),
+            ("Control File small read", 3.1)]

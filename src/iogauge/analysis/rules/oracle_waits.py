@@ -38,6 +38,10 @@ read wait time and the single-block average is flagged, the finding says that he
 scans slow the single-block reads ([Insight-SSD9], quoting insight-tec's wait-event series: "full
 scans causing a disk I/O bottleneck often make single-block index access slow").
 
+Where the report has AWR's IOStat by Filetype summary (11.2+), a finding on single-block
+(multi-block) reads also gives the data files' small (large) read service time the
+database's I/O layer measured: the same slowness seen without the wait's CPU and queues.
+
 Waits are not device statistics: findings are host-wide (``device`` None), at most
 :data:`~iogauge.analysis.rules._common.MAX_FINDINGS_PER_DEVICE` per database instance (the
 worst runs of consecutive report intervals).
@@ -79,6 +83,8 @@ MIN_WAITS = 20.0
 SCAN_TIME_SHARE_PCT = 25.0
 #: the section of the Wait Event Histogram's rows (shares of waits by time bucket)
 HIST_SECTION = "wait event histogram"
+#: the section of IOStat by Filetype's rows (``Data File small read`` ... : service times)
+FILETYPE_SECTION = "iostat by filetype"
 #: Section preference when one report lists an event more than once (lower first).
 SECTION_RANK: dict[str, int] = {"wait events": 0, "foreground wait events": 0,
                                 "background wait events": 1, "top timed events": 2}
@@ -100,8 +106,9 @@ def event_averages(waits: pl.DataFrame) -> pl.DataFrame:
     the more precise of the two (see the rounding note in the code). ``kind`` is
     ``single``, ``multi``, ``redo`` or null (not an I/O event this rule judges).
     """
-    hist = _histogram(waits)
-    waits = waits.filter(pl.col("section").str.to_lowercase() != HIST_SECTION)
+    hist, filetype = _histogram(waits), _filetype(waits)
+    waits = waits.filter(~pl.col("section").str.to_lowercase().is_in(
+        [HIST_SECTION, FILETYPE_SECTION]))
     df = waits.with_columns(
         _rank=pl.col("section").str.to_lowercase()
         .replace_strict(SECTION_RANK, default=9, return_dtype=pl.Int64),
@@ -131,6 +138,7 @@ def event_averages(waits: pl.DataFrame) -> pl.DataFrame:
             .select(*_KEYS, "ts", "interval_s", "section", "event", "kind", "waits",
                     "time_waited_s", "avg_ms")
             .join(hist, on=[*_KEYS, "ts", "event"], how="left", nulls_equal=True)
+            .join(filetype, on=[*_KEYS, "ts"], how="left", nulls_equal=True)
             .sort([*_KEYS, "ts", "event"], nulls_last=True))
 
 
@@ -141,6 +149,31 @@ def _histogram(waits: pl.DataFrame) -> pl.DataFrame:
             .select(*_KEYS, "ts", pl.col("event").str.strip_chars(),
                     hist_ge_32ms_pct="waits_ge_32ms_pct", hist_ge_1s_pct="waits_ge_1s_pct")
             .unique(subset=[*_KEYS, "ts", "event"], keep="first"))
+
+
+def _filetype(waits: pl.DataFrame) -> pl.DataFrame:
+    """AWR's IOStat by Filetype per (instance, interval): the data files' small and large
+    read service times (ms), as the database's I/O layer timed them."""
+    ft = waits.filter(pl.col("section").str.to_lowercase() == FILETYPE_SECTION)
+    keys = [*_KEYS, "ts"]
+    small = ft.filter(pl.col("event") == "Data File small read").select(
+        *keys, datafile_small_read_ms="avg_wait_ms").unique(subset=keys, keep="first")
+    large = ft.filter(pl.col("event") == "Data File large read").select(
+        *keys, datafile_large_read_ms="avg_wait_ms").unique(subset=keys, keep="first")
+    return small.join(large, on=keys, how="full", coalesce=True, nulls_equal=True)
+
+
+def _filetype_evidence(kind: str, worst: dict[str, object]) -> tuple[list[Evidence], str]:
+    """IOStat by Filetype's data file read time for the size of this event's reads, as
+    evidence and a sentence (none for redo, or when the report has no such table)."""
+    size = {"single": "small", "multi": "large"}.get(kind)
+    value = worst.get(f"datafile_{size}_read_ms") if size else None
+    if not isinstance(value, (int, float)):
+        return [], ""
+    ms = float(value)
+    note = f"IOStat by Filetype: Data File {size} reads took {fmt_ms(ms)} on average"
+    return ([Evidence(f"datafile_{size}_read_ms", ms, "ms", note=note)],
+            f" {note} -- the database's own I/O timing, without its CPU and queues.")
 
 
 @dataclass(frozen=True)
@@ -284,11 +317,13 @@ def _finding(event: str, kind: str, e: float, exp: Expectation, run: Run, found:
         evidence.append(Evidence("waits_ge_32ms_pct", float(slow), "%",
                                  note=f"Wait Event Histogram: {mid:.1f} % in 32 ms-1 s, "
                                       f"{float(very or 0.0):.1f} % >= 1 s"))
+    ft_evidence, ft_text = _filetype_evidence(kind, worst)
+    evidence += ft_evidence
     evidence.append(Evidence("host", host, "", note=f"report section: {worst['section']}"))
     evidence.append(matched_evidence(found, run))
     explanation = (f"The database waited {fmt_ms(avg)} per '{event}' on average, "
                    f"{avg / e:.1f}x what the storage should give for {what} ({exp.basis}).")
-    explanation += spread
+    explanation += spread + ft_text
     if kind == "single":
         explanation += (" Single-block reads are random (index and rowid access): each "
                         "should cost about one random read of the device.")

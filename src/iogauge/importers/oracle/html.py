@@ -28,6 +28,7 @@ import polars as pl
 
 from iogauge.importers.base import Source
 from iogauge.importers.io import decode
+from iogauge.importers.oracle.filetype import filetype_rows
 from iogauge.importers.oracle.grammar import (
     _FILE_SCHEMA,
     _FILE_TEXT,
@@ -64,6 +65,7 @@ _SECTIONS: tuple[tuple[str, str, str], ...] = (
     ("this table displays io statistics for different files", "file", ""),
     ("this table displays operating systems statistics", "os", ""),
     ("this table displays wait event histogram", "hist", "wait event histogram"),
+    ("this table displays io statistics for different file types", "filetype", ""),
 )
 
 
@@ -223,13 +225,13 @@ def parse_html(data: bytes, source: Source, *, fmt: str) -> SampleFrame:
     if isinstance(ctx, str):
         source.bad_line(None, ctx)
         return SampleFrame.empty()
-    cpu, hist = _read_tables(parser.tables, ctx, source)
+    cpu, extra = _read_tables(parser.tables, ctx, source)
     for note in sorted(ctx.notes):
         source.note(note)
     base = {"source": fmt, "host": ctx.host, "db_name": rep.db_name,
             "instance": rep.instance, "ts": ctx.ts, "interval_s": float(ctx.interval_s),
             "section": "wait event histogram"}
-    _add_waits(source, ctx.wait_rows + [{**base, **row} for row in hist])
+    _add_waits(source, ctx.wait_rows + [{**base, **row} for row in extra])
     if not ctx.file_rows:
         return SampleFrame.empty()
     schema = {**_FILE_SCHEMA, **CPU_SCHEMA}
@@ -239,10 +241,10 @@ def parse_html(data: bytes, source: Source, *, fmt: str) -> SampleFrame:
 
 def _read_tables(tables: list[_HtmlTable], ctx: _Ctx, source: Source
                  ) -> tuple[dict[str, float], list[dict[str, object]]]:
-    """Each table read into ``ctx`` by its summary; the host CPU columns and the histogram
-    rows are returned."""
+    """Each table read into ``ctx`` by its summary; the host CPU columns and the wait rows
+    of the histogram and of IOStat by Filetype are returned."""
     cpu: dict[str, float] = {}
-    hist: list[dict[str, object]] = []
+    extra: list[dict[str, object]] = []
     for t in tables:
         found = _section(t.summary)
         if found is None or not t.rows:
@@ -252,7 +254,10 @@ def _read_tables(tables: list[_HtmlTable], ctx: _Ctx, source: Source
             cpu = _os_table(t)
             continue
         if kind == "hist":
-            hist += _hist_table(t, source)
+            extra += _hist_table(t, source)
+            continue
+        if kind == "filetype":
+            extra += _filetype_table(t, source, ctx.notes)
             continue
         try:
             table = _table(t, kind, source)
@@ -262,7 +267,7 @@ def _read_tables(tables: list[_HtmlTable], ctx: _Ctx, source: Source
                 ctx.add_files(table, kind)
         except _BadLine as exc:
             source.bad_line(exc.line_no, exc.reason)
-    return cpu, hist
+    return cpu, extra
 
 
 def _os_table(t: _HtmlTable) -> dict[str, float]:
@@ -273,6 +278,23 @@ def _os_table(t: _HtmlTable) -> dict[str, float]:
     at, value_at = heads.index("statistic"), heads.index("value")
     return cpu_pcts(os_values([(cells[at], cells[value_at]) for _line, cells in t.rows[1:]
                                if len(cells) == len(heads)]))
+
+
+def _filetype_table(t: _HtmlTable, source: Source, notes: set[str]
+                    ) -> list[dict[str, object]]:
+    """IOStat by Filetype summary's small and large read times (:mod:`.filetype`)."""
+    heads = t.rows[0][1]
+    out: list[dict[str, object]] = []
+    for line, cells in t.rows[1:]:
+        if len(cells) != len(heads):
+            source.bad_line(line, f"IOStat by Filetype: {len(cells)} cells under "
+                            f"{len(heads)} headings")
+            continue
+        try:
+            out += filetype_rows(heads, cells, line, "IOStat by Filetype", notes)
+        except _BadLine as exc:
+            source.bad_line(exc.line_no, exc.reason)
+    return out
 
 
 def _hist_table(t: _HtmlTable, source: Source) -> list[dict[str, object]]:
