@@ -4,6 +4,7 @@ by their Av Rd(ms), and the verdict table following the findings (the SOE case o
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from typer.testing import CliRunner
@@ -90,3 +91,42 @@ def test_wait_finding_cites_iostat_by_filetype() -> None:
         assert "Data File small reads took 177.4 ms" in f.explanation
         redo = _wait_finding(path, "log file sync")
         assert not any(e.metric.startswith("datafile_") for e in redo.evidence)
+
+
+IOSTAT = AWR.parent / "iostat"
+# host dbsrv01 in all three: the AWR report of config 5-1-1, sdb (HDD) and sdc (SSD)
+_HDD_SSD = [str(AWR / "awr_112_config5-1-1_hdd_cache1024m.txt"),
+            str(IOSTAT / "seed003-select-config5-1-1-hdd-cache1024m.txt"),
+            str(IOSTAT / "seed003-select-config5-2-1-ssd-cache1024m.txt"),
+            "--profile", "sdb=hdd-7200", "--profile", "sdc=sata-ssd", "--json"]
+
+
+def _expected_notes(*extra: str) -> dict[str, str]:
+    out = CliRunner().invoke(app, ["analyze", *_HDD_SSD, *extra])
+    assert out.exit_code == 0, out.output
+    found = [f for f in json.loads(out.stdout)["findings"] if f["rule"] == "oracle_file_reads"]
+    return {f["device"]: next(e["note"] for e in f["evidence"] if e["metric"] == "expected_ms")
+            for f in found}
+
+
+def test_map_judges_a_tablespace_against_the_device_under_it() -> None:
+    """Without --map, USER_DATA is judged against every device of its host (the slowest);
+    --map USER_DATA=sdc judges it, and its datafile, against sdc alone."""
+    plain = _expected_notes()
+    assert "sdb (hdd-7200" in plain["USER_DATA"] and "sdc (sata-ssd" in plain["USER_DATA"]
+    mapped = _expected_notes("--map", "USER_DATA=sdc")
+    for device in ("USER_DATA", "/u02/oradata/ORCL/user_data01.dbf"):
+        assert "sdc (sata-ssd" in mapped[device]
+        assert "sdb" not in mapped[device]
+        assert "--map USER_DATA=sdc" in mapped[device]
+
+
+def test_map_to_a_device_the_analysis_lacks_says_so() -> None:
+    notes = _expected_notes("--map", "USER_DATA=sdz")
+    assert notes["USER_DATA"].startswith("--map USER_DATA=sdz: sdz is not in this analysis")
+
+
+def test_map_needs_tablespace_equals_device() -> None:
+    out = CliRunner().invoke(app, ["analyze", *_HDD_SSD, "--map", "USER_DATA"])
+    assert out.exit_code != 0
+    assert "use TABLESPACE=DEV" in out.output

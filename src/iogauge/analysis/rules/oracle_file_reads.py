@@ -11,9 +11,11 @@ counts up to 30 ms of response time as normal, >= 50 ms busy as a bottleneck). M
 reads add the transfer of up to 1 MB (Oracle Database Reference,
 DB_FILE_MULTIBLOCK_READ_COUNT): 20 ms at ~100 MB/s.
 
-Expectation *E* per row: the typical latency of the devices of the same host when the
-analysis has their capability (``oracle_waits.expectation``: the data files may be on any
-of them; ``--map``/OS data of the same window), else 10 ms for single-block reads; the
+Expectation *E* per row: the typical latency of the device ``--map TABLESPACE=DEV`` puts
+under it (a datafile follows its tablespace's entry unless it has its own); without one,
+of the devices of the same host when the analysis has their capability
+(``oracle_waits.expectation``: the data files may be on any of them), else 10 ms for
+single-block reads; the
 multi-block E (device latency + 1 MB at its sequential rate, else 20 ms) when the row
 averages more than :data:`MULTI_BLOCKS` blocks a read. An average above
 :data:`WARN_FACTOR` x E (2x) is a **warning**, above :data:`CRITICAL_FACTOR` x E (5x: 50 ms
@@ -42,7 +44,13 @@ from iogauge.analysis.rules._common import (
     level_expr,
     run_finding,
 )
-from iogauge.analysis.rules.oracle_waits import CRITICAL_FACTOR, WARN_FACTOR, expectation
+from iogauge.analysis.rules.oracle_waits import (
+    CRITICAL_FACTOR,
+    WARN_FACTOR,
+    Expectation,
+    expectation,
+    expectation_of,
+)
 from iogauge.analysis.types import Evidence, Finding
 
 RULE_ID = "oracle_file_reads"
@@ -76,7 +84,7 @@ def check(ctx: AnalysisContext) -> list[Finding]:
 
 def _check_device(ctx: AnalysisContext, dev: DeviceContext) -> list[Finding]:
     w = dev.windows
-    exp = expectation(ctx, dev.host)
+    exp = _expectation(ctx, dev)
     blocks = c(w, "r_areq_kB") / BLOCK_KB
     multi = blocks.fill_null(1.0) > MULTI_BLOCKS
     expected = pl.when(multi).then(pl.lit(exp.multi_ms)).otherwise(pl.lit(exp.single_ms))
@@ -92,6 +100,36 @@ def _check_device(ctx: AnalysisContext, dev: DeviceContext) -> list[Finding]:
           .collect())
     found = find_runs(wt, "_level", "_ratio", window_s=ctx.window_s)
     return [_finding(dev, run, found, exp.basis) for run in found.runs]
+
+
+def _mapped(ctx: AnalysisContext, dev: DeviceContext) -> tuple[str, str] | None:
+    """(name, device) of the ``--map`` entry that places this row: its own name, or for a
+    datafile its tablespace's."""
+    names = [dev.key, dev.device] + ([dev.parent] if dev.kind == "datafile" and dev.parent
+                                     else [])
+    for name in names:
+        if name in ctx.storage_map:
+            return name, ctx.storage_map[name]
+    return None
+
+
+def _expectation(ctx: AnalysisContext, dev: DeviceContext) -> Expectation:
+    """The capability of the device ``--map`` puts under this row, else of the host's
+    devices (oracle_waits.expectation)."""
+    mapped = _mapped(ctx, dev)
+    if mapped is None:
+        return expectation(ctx, dev.host)
+    name, target = mapped
+    under = [d for d in ctx.devices.values()
+             if target in (d.key, d.device, f"{d.host}:{d.device}") and d.kind not in KINDS]
+    known = [d for d in under
+             if d.capability is not None and d.capability.latency_ms_typical is not None]
+    if known:
+        return expectation_of(known[:1], f" (--map {name}={target})")
+    fallback = expectation(ctx, dev.host)
+    why = "not in this analysis" if not under else "of no known capability"
+    return Expectation(fallback.single_ms, fallback.multi_ms,
+                       f"--map {name}={target}: {target} is {why}; {fallback.basis}")
 
 
 def _finding(dev: DeviceContext, run: Run, found: Matches, basis: str) -> Finding:

@@ -53,7 +53,7 @@ from dataclasses import dataclass
 
 import polars as pl
 
-from iogauge.analysis.context import AnalysisContext
+from iogauge.analysis.context import AnalysisContext, DeviceContext
 from iogauge.analysis.rules._common import (
     MAX_FINDINGS_PER_DEVICE,
     Matches,
@@ -207,10 +207,16 @@ def expectation(ctx: AnalysisContext, host: str) -> Expectation:
         return Expectation(GENERIC_SINGLE_MS, GENERIC_MULTI_MS,
                            "generic: no device capability in this analysis (Oracle EM "
                            "< 10 ms single-block; 10 ms + 1 MB at ~100 MB/s multi-block)")
+    return expectation_of(same, note)
+
+
+def expectation_of(devices: list[DeviceContext], note: str = "") -> Expectation:
+    """Expected averages from these devices' capabilities (the slowest of them: the data
+    may be on any)."""
     single = 0.0
     multi = 0.0
     names = []
-    for d in same:
+    for d in devices:
         cap = d.capability
         if cap is None or cap.latency_ms_typical is None:  # pragma: no cover - filtered above
             continue
