@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from typer.testing import CliRunner
 
 from iogauge.analysis.engine import analyze
@@ -130,3 +131,14 @@ def test_map_needs_tablespace_equals_device() -> None:
     out = CliRunner().invoke(app, ["analyze", *_HDD_SSD, "--map", "USER_DATA"])
     assert out.exit_code != 0
     assert "use TABLESPACE=DEV" in out.output
+
+
+def test_soe_finding_says_the_host_waited_on_io() -> None:
+    """The report's Operating System Statistics (IOWAIT_TIME 74.6 % of BUSY + IDLE, busy
+    9.4 + 6.8 %) answer [Insight-SSD9]'s question from the AWR alone: I/O, not CPU."""
+    for path in (SOE_TXT, SOE_HTML):
+        f = next(f for f in _result(path).findings if f.rule == "oracle_file_reads"
+                 and f.device == "SOE")
+        ev = {e.metric: e for e in f.evidence}
+        assert ev["cpu_iowait_pct"].value == pytest.approx(74.6, abs=0.01)
+        assert "waited on I/O 74.6 % of the window and were busy 16.2 %" in f.explanation

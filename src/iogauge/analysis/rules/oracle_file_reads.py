@@ -25,6 +25,10 @@ case of issue 38: 177.6 ms at 103 reads/s is 17.8x the 10 ms single-block E: cri
 Rows with fewer than :data:`MIN_READS_PER_S` reads/s (a mean of a handful of reads says
 little: SYSAUX's 12 ms over 288 reads in ten minutes) are not judged.
 
+The report's Operating System Statistics (the rows' host CPU columns) say whether the host
+waited on I/O or was CPU-bound in the same window ([Insight-SSD9]'s busy-or-bottleneck
+question): evidence ``cpu_iowait_pct`` and a sentence.
+
 Both the tablespace and its datafiles are judged (the report prints both, and each gets a
 verdict of its own); the engine's verdict follows these findings like any load rule's.
 """
@@ -66,6 +70,11 @@ MULTI_BLOCKS = 2.0
 MIN_READS_PER_S = 1.0
 #: the block size when the rows do not say (r_areq_kB / block = Av Blks/Rd)
 BLOCK_KB = 8.0
+#: host I/O wait (%) at or above which (and above CPU busy) the host is said to wait on I/O
+HOST_IOWAIT_PCT = 20.0
+#: host CPU busy (%) at or above which it is said to be CPU-bound ([Insight-SSD9]'s SELECT
+#: case: %user about 90)
+HOST_BUSY_PCT = 80.0
 SOURCE = ("Oracle Enterprise Manager 11g online help, I/O: Latency for Synchronous Single "
           "Block Reads (< 10 ms satisfactory); Oracle Database Reference, "
           "DB_FILE_MULTIBLOCK_READ_COUNT (1 MB); [Goodus] §3.4 (<= 30 ms normal, >= 50 ms "
@@ -132,6 +141,33 @@ def _expectation(ctx: AnalysisContext, dev: DeviceContext) -> Expectation:
                        f"--map {name}={target}: {target} is {why}; {fallback.basis}")
 
 
+def _host_cpu(worst: dict[str, object]) -> tuple[list[Evidence], str]:
+    """The report's Operating System Statistics for its window (the rows' host CPU
+    columns): whether the host waited on I/O or was CPU-bound -- [Insight-SSD9]'s
+    question, busy disk or CPU-bound database, answered from the report alone."""
+    def pct(col: str) -> float:
+        value = worst.get(col)
+        return float(value) if isinstance(value, (int, float)) else 0.0
+
+    if not isinstance(worst.get("cpu_iowait_pct"), (int, float)):
+        return [], ""
+    iowait = pct("cpu_iowait_pct")
+    busy = pct("cpu_user_pct") + pct("cpu_nice_pct") + pct("cpu_system_pct")
+    note = (f"Operating System Statistics of the report: CPUs {busy:.1f} % busy, "
+            f"{iowait:.1f} % waiting on I/O")
+    if iowait >= HOST_IOWAIT_PCT and iowait >= busy:
+        text = (f" The host's CPUs waited on I/O {iowait:.1f} % of the window and were busy "
+                f"{busy:.1f} %: the database was held up by its reads, not by CPU.")
+    elif busy >= HOST_BUSY_PCT:
+        text = (f" The host's CPUs were {busy:.1f} % busy ({iowait:.1f} % I/O wait): a "
+                "CPU-bound host also stretches the time the database measures for a read "
+                "([Insight-SSD9]: a disk at 88 % util under a CPU-bound SELECT was busy, not "
+                "the bottleneck).")
+    else:
+        text = f" Host CPU in the window: {busy:.1f} % busy, {iowait:.1f} % I/O wait."
+    return [Evidence("cpu_iowait_pct", iowait, "%", note=note)], text
+
+
 def _finding(dev: DeviceContext, run: Run, found: Matches, basis: str) -> Finding:
     worst = run.worst
     rd = float(worst["r_await_ms"])
@@ -156,10 +192,13 @@ def _finding(dev: DeviceContext, run: Run, found: Matches, basis: str) -> Findin
                  note=f"Av Blks/Rd ({BLOCK_KB:g} KB blocks assumed unless the report "
                       "stated its block size)"),
     ]
+    cpu_evidence, cpu_text = _host_cpu(worst)
+    evidence += cpu_evidence
     explanation = (f"Each read of this {kind} took {fmt_ms(rd)} on average, "
                    f"{rd / expected:.1f}x what a device gives for {what} reads ({basis}). "
                    "Reads that slow are queued behind other I/O or served by an overloaded "
-                   "or failing device; every session reading this data waits that long.")
+                   "or failing device; every session reading this data waits that long."
+                   + cpu_text)
     suggestion = ("Find the device under this tablespace (iostat of the same window, or "
                   "--map TABLESPACE=DEV) and compare its r_await: slow there too means the "
                   "device is overloaded; fast there means queueing above it (full scans, "
