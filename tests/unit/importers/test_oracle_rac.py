@@ -119,5 +119,6 @@ def test_a_slow_instance_is_judged_through_the_cli(tmp_path: Path) -> None:
     slow.write_text(slow.read_text().replace(">745.43us<", ">390.80ms<", 1))
     out = CliRunner().invoke(app, ["analyze", str(slow)])
     assert out.exit_code == 0, out.output
+    assert "no device rows, wait events only" in out.output
     assert "log file sync averages 390.8 ms per wait on DBV/DBV1" in out.output
     assert "DBV2" not in out.output.split("findings")[1].split("\n")[1]
