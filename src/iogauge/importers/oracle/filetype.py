@@ -7,8 +7,8 @@ so: "Small Read and Large Read are average service times, in milliseconds"); 12c
 the HTML report print each time with its unit (``381.89us``, ``244.41ms``). Each file
 type with a time becomes a wait row of the section ``iostat by filetype``: the event is
 the file type and the size (``Data File small read``), ``avg_wait_ms`` the time; a blank
-cell (no read of that size) gives no row, nor does the ``TOTAL:`` row (the rows above it
-summed). The other columns (data and requests per second) are not read.
+cell (no read of that size) gives no row, nor does the ``TOTAL:`` row (``Total`` in the RAC
+report: the other rows summed). The other columns (data and requests per second) are not read.
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ def filetype_rows(names: list[str], cells: list[str], line_no: int, title: str,
         raise _BadLine(line_no, f"{title}: column headings not recognised "
                        f"({', '.join(names)})")
     name = cells[keys.index("filetypename")].strip()
-    if name == "TOTAL:":  # (the sum of the rows above it)
+    if name in ("TOTAL:", "Total"):  # (the sum of the other rows)
         return []
     if not _NAME_RE.fullmatch(name):
         raise _BadLine(line_no, f"{title}: {name!r} is not a file type (a line of another "

@@ -8,9 +8,10 @@ a wait is counted once). Each instance row becomes a wait row of that instance -
 and host from ``Database Instances Included In Report``, its window from that table's End
 Snap Time and ``Elapsed Time(min)`` (the snapshot times are printed to the minute, the
 elapsed time to 1/100 minute). The columns ``Avg``/``Min``/``Max``/``Std Dev``/``Cnt``
-summarise the instances' averages on the cluster rows and are not read. The report's
-foreground and background wait lists and its histogram are cluster-wide and not read
-either: a row there would belong to no instance.
+summarise the instances' averages on the cluster rows and are not read. ``IOStat by File
+Type`` gives each instance's small and large read times the same way (:mod:`.filetype`).
+The report's foreground and background wait lists and its histogram are cluster-wide and
+not read: a row there would belong to no instance.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from decimal import Decimal, InvalidOperation
 from typing import Any, Protocol
 
 from iogauge.importers.base import Source
+from iogauge.importers.oracle.filetype import filetype_rows
 from iogauge.importers.oracle.grammar import _BadLine, _Col, _norm, _oracle_time, _Report, _Table
 from iogauge.importers.oracle.rows import _Ctx
 
@@ -30,6 +32,7 @@ RAC_TITLE_RE = re.compile(r"<title>\s*AWR RAC Report for DB:\s*([^,<\s]+)", re.I
 
 _INSTANCES = "database instances included in report"
 _TOP_FG = "top timed foreground events"
+_FILETYPE = "iostat by file type"
 #: heading of the Top Timed Foreground Events table -> the heading the wait reader knows
 _TOP_HEADINGS = {"class": "Wait Class", "event": "Event", "waits": "Waits",
                  "%timeouts": "%Timeouts", "total(s)": "Time(s)", "avgwait": "Avg Wait",
@@ -108,7 +111,8 @@ def rac_waits(tables: Sequence[HtmlTable], source: Source, db_name: str,
               make_ctx: Callable[[_Report], _Ctx | str]) -> list[dict[str, Any]]:
     """The wait rows of each instance of a RAC global report (``tables``: the HTML tables
     with ``summary`` and ``rows``; ``make_ctx(rep)``: the reader's context for one
-    instance's window, or a reason string)."""
+    instance's window, or a reason string): its Top Timed Foreground Events, then its
+    IOStat by File Type read times."""
     found = {_summary(t.summary).split(".")[0].strip(): t for t in tables}
     inst_t, top_t = found.get(_INSTANCES), found.get(_TOP_FG)
     if inst_t is None or top_t is None or len(inst_t.rows) < 2:
@@ -121,38 +125,72 @@ def rac_waits(tables: Sequence[HtmlTable], source: Source, db_name: str,
     except _BadLine as exc:
         source.bad_line(exc.line_no, exc.reason)
         return []
+    ctxs: dict[str, _Ctx] = {}
+    for number, inst in instances.items():
+        ctx = make_ctx(inst.rep)
+        if isinstance(ctx, str):
+            source.bad_line(None, f"instance {inst.name}: {ctx}")
+        else:
+            ctxs[number] = ctx
     keep = [k for k, n in enumerate(names) if n]
     cols = [_Col(names[k], k, k, _norm(names[k]) in ("event", "waitclass")) for k in keep]
     by_instance: dict[str, _Table] = {}
-    for line, cells in top_t.rows[at + 1:]:
-        if len(cells) != len(names) + 1:
-            source.bad_line(line, f"Top Timed Foreground Events: {len(cells)} cells under "
-                            f"{len(names) + 1} headings")
-            continue
-        number = cells[0]
-        if number == "*":
-            continue  # the cluster-wide sum of the instance rows below it
-        if number not in instances:
-            source.bad_line(line, f"Top Timed Foreground Events: instance {number!r} is not "
-                            "in Database Instances Included In Report")
-            continue
-        table = by_instance.setdefault(number, _Table(
+    for line, cells in _instance_rows(top_t, at, len(names) + 1, instances, source):
+        table = by_instance.setdefault(cells[0], _Table(
             title="Top Timed Foreground Events", title_line=top_t.line, cols=cols,
             cols2=None, complete=True))
         table.rows.append((line, [cells[1 + k] for k in keep], None, None))
     out: list[dict[str, Any]] = []
-    notes: set[str] = set()
     for number, table in by_instance.items():
-        ctx = make_ctx(instances[number].rep)
-        if isinstance(ctx, str):
-            source.bad_line(None, f"instance {instances[number].name}: {ctx}")
+        if number in ctxs:
+            try:
+                ctxs[number].add_waits(table, "top timed events")
+            except _BadLine as exc:
+                source.bad_line(exc.line_no, exc.reason)
+            out += ctxs[number].wait_rows
+    if _FILETYPE in found:
+        out += _filetype(found[_FILETYPE], instances, ctxs, source)
+    for note in sorted(set().union(*(c.notes for c in ctxs.values()))):
+        source.note(note)
+    return out
+
+
+def _instance_rows(t: HtmlTable, at: int, width: int, instances: dict[str, _Instance],
+                   source: Source) -> list[tuple[int, list[str]]]:
+    """The rows of an instance (I# a number the report lists) under the headings at
+    ``at``; the '*' rows (the cluster-wide sums of the instance rows) are left out."""
+    title = t.summary.split(".")[0].strip()
+    out = []
+    for line, cells in t.rows[at + 1:]:
+        if len(cells) != width:
+            source.bad_line(line, f"{title}: {len(cells)} cells under {width} headings")
+        elif cells[0] != "*" and cells[0] not in instances:
+            source.bad_line(line, f"{title}: instance {cells[0]!r} is not in Database "
+                            "Instances Included In Report")
+        elif cells[0] != "*":
+            out.append((line, cells))
+    return out
+
+
+def _filetype(t: HtmlTable, instances: dict[str, _Instance], ctxs: dict[str, _Ctx],
+              source: Source) -> list[dict[str, Any]]:
+    """IOStat by File Type's small/large read times of each instance (:mod:`.filetype`)."""
+    at = next((k for k, (_l, cells) in enumerate(t.rows) if cells[:1] == ["I#"]), None)
+    if at is None:
+        source.bad_line(t.line, "IOStat by File Type: no I# heading")
+        return []
+    heads = t.rows[at][1]
+    out: list[dict[str, Any]] = []
+    for line, cells in _instance_rows(t, at, len(heads), instances, source):
+        ctx = ctxs.get(cells[0])
+        if ctx is None:
             continue
+        base = {"source": ctx.fmt, "host": ctx.host, "db_name": ctx.rep.db_name,
+                "instance": ctx.rep.instance, "ts": ctx.ts, "interval_s": float(ctx.interval_s)}
         try:
-            ctx.add_waits(table, "top timed events")
+            rows = filetype_rows(heads[1:], cells[1:], line, "IOStat by File Type", ctx.notes)
         except _BadLine as exc:
             source.bad_line(exc.line_no, exc.reason)
-        out += ctx.wait_rows
-        notes |= ctx.notes
-    for note in sorted(notes):
-        source.note(note)
+            continue
+        out += [{**base, **row} for row in rows]
     return out
