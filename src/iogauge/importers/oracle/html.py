@@ -13,7 +13,8 @@ text from 10.2 to 19c for the tables read here), and mapped to the section the t
 prints under its title: the same headings (``Total Wait Time (s)``, ``Av Rd(ms)``, ...)
 read by the same :class:`~iogauge.importers.oracle.rows._Ctx`, so the text and the HTML of a
 report give identical rows. Header tables give the names, the snapshot times and the block
-size as in the text. A table whose summary is not one of these is skipped.
+size as in the text. A table whose summary is not one of these is skipped. A RAC global
+report (``<title>AWR RAC Report for DB:``) is read by :mod:`.rac`: a row per instance.
 """
 
 from __future__ import annotations
