@@ -93,8 +93,7 @@ def _parse(data: bytes, *, lenient: bool) -> tuple[set[tuple[object, ...]], Sour
     frame = awr_html.parse(data, src)
     waits = WaitEventFrame.concat(src.waits).df
     rows = set(frame.df.select("device", "r_iops", "r_await_ms").iter_rows())
-    rows |= set(waits.select("instance", "section", "event", "waits", "time_waited_s"
-                             ).iter_rows())
+    rows |= set(waits.select("section", "event", "waits", "time_waited_s").iter_rows())
     return rows, src
 
 

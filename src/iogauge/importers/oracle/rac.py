@@ -72,7 +72,10 @@ def _instances(rows: list[tuple[int, list[str]]], db_name: str) -> dict[str, _In
                        f"not recognised ({', '.join(rows[0][1])})")
     out: dict[str, _Instance] = {}
     for line, cells in rows[1:]:
-        named = dict(zip(heads, cells, strict=False))
+        if len(cells) != len(heads):
+            raise _BadLine(line, f"Database Instances Included In Report: {len(cells)} cells "
+                           f"under {len(heads)} headings")
+        named = dict(zip(heads, cells, strict=True))
         end = named.get("endsnaptime", "")
         if not _MINUTE_RE.fullmatch(end):
             raise _BadLine(line, f"{end!r} is not a snapshot time")
