@@ -122,6 +122,14 @@ def test_map_judges_a_tablespace_against_the_device_under_it() -> None:
         assert "--map USER_DATA=sdc" in mapped[device]
 
 
+def test_map_a_datafile_alone() -> None:
+    """FILE=DEV places one datafile; its tablespace keeps the host's devices."""
+    dbf = "/u02/oradata/ORCL/user_data01.dbf"
+    notes = _expected_notes("--map", f"{dbf}=sdc")
+    assert f"--map {dbf}=sdc" in notes[dbf] and "sdb" not in notes[dbf]
+    assert "--map" not in notes["USER_DATA"] and "sdb (hdd-7200" in notes["USER_DATA"]
+
+
 def test_map_to_a_device_the_analysis_lacks_says_so() -> None:
     notes = _expected_notes("--map", "USER_DATA=sdz")
     assert notes["USER_DATA"].startswith("--map USER_DATA=sdz: sdz is not in this analysis")
