@@ -228,6 +228,7 @@ class AnalysisContext:
             from), for analyses that run once over all devices.
         timeline: the relative time line when the data are reports without time stamps
             (``model.timeline``); None when they are on the clock.
+        storage_map: tablespace or datafile -> the device under it (``--map``).
     """
 
     devices: dict[str, DeviceContext]
@@ -239,6 +240,7 @@ class AnalysisContext:
     notes: list[str] = field(default_factory=list)
     frame: pl.DataFrame | None = None
     timeline: RelativeTimeline | None = None
+    storage_map: dict[str, str] = field(default_factory=dict)
 
     @classmethod
     def build(cls, frame: SampleFrame | pl.DataFrame,

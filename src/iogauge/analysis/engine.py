@@ -71,6 +71,8 @@ class AnalysisOptions:
         strict: a rule that raises stops the analysis (tests); otherwise it is reported in
             the notes and the other rules still run.
         media: device -> service model given with ``--media`` (beats the samples).
+        storage_map: a tablespace or datafile (Statspack/AWR rows) -> the device under it
+            (``--map TABLESPACE=DEV``), whose capability its reads are judged against.
     """
 
     start: datetime | None = None
@@ -83,6 +85,7 @@ class AnalysisOptions:
     tz: ZoneInfo = UTC
     strict: bool = False
     media: Mapping[str, ServiceModel] = field(default_factory=dict)
+    storage_map: Mapping[str, str] = field(default_factory=dict)
 
 
 def _select(df: pl.DataFrame, opts: AnalysisOptions) -> pl.DataFrame:
@@ -135,6 +138,7 @@ def build_context(frame: SampleFrame | pl.DataFrame,
     df, agg_notes = aggregate.add_aggregates(df, infos)
     ctx = AnalysisContext.build(df, waits=waits, infos=infos, targets=opts.targets,
                                 window_s=opts.window_s, tz=opts.tz)
+    ctx.storage_map = dict(opts.storage_map)
     if skipped:
         ctx.notes.append(f"{skipped} row(s) left out: since-boot averages or counter resets")
     ctx.notes.extend(notes)

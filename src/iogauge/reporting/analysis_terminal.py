@@ -81,7 +81,10 @@ def print_analysis(console: Console, result: AnalysisResult, title: str,
                       f"{A['iops_mean'].fmt(a.iops_mean)} / {A['iops_peak'].fmt(a.iops_peak)}",
                       A["MBps_mean"].fmt(a.MBps_mean), A["await_ms"].fmt(a.await_ms),
                       A["util_peak_pct"].fmt(a.util_peak_pct), head, capab)
-    console.print(table)
+    if result.devices:
+        console.print(table)
+    else:  # (an AWR RAC global report: wait events of each instance, no device rows)
+        console.print(f"{title}: no device rows, wait events only")
     for d in result.devices:
         if d.service is None or d.verdict in ("idle", "cannot judge"):
             continue
