@@ -72,6 +72,11 @@ def test_kill_9_at_20_moments_loses_at_most_the_last_flush(tmp_path: Path) -> No
                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
         first_flush: float | None = None  # when this writer's first segment appeared
         last_before = _look(live)[1]
+        # Moments count from when the store exists: on a loaded machine the first writer's
+        # start-up alone can take longer than a random moment (there is no store to open yet).
+        while not db.exists():
+            assert rec.poll() is None, rec.communicate()[1]
+            time.sleep(0.01)
         until = time.monotonic() + (rng.uniform(0.5, 6.0) if moment == "random" else 60)
         try:
             while True:

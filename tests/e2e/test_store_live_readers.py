@@ -99,8 +99,9 @@ def test_readers_see_fresh_growing_data_while_record_writes(tmp_path: Path) -> N
     last_rows: dict[str, int] = {}
     ages: list[float] = []
     for interval_s, flush_s, duration_s in ((1.0, 2.0, 70.0), (0.1, 1.0, 40.0)):
+        launched = time.time()
         rec = _record(db, interval_s, flush_s, duration_s)
-        begun = time.time()
+        begun: float | None = None  # this writer's first flush seen (start-up varies with load)
         bound = flush_s + interval_s + SLACK_S
         while rec.poll() is None:
             if not db.exists():
@@ -109,12 +110,15 @@ def test_readers_see_fresh_growing_data_while_record_writes(tmp_path: Path) -> N
             # analyze and report refuse a store without samples: first wait for the first flush
             kind = kinds[len(reads) % len(kinds)] if last_rows.get("raw") else "raw"
             r = _read(kind, db, tmp_path)
+            if begun is None and (r.newest or 0) >= launched:
+                begun = r.started
             reads.append(r)
             if r.rows is not None:
                 assert r.rows >= last_rows.get(r.kind, 0), (r, last_rows)
                 last_rows[r.kind] = r.rows
             # Fresh: what was flushed when the reader started is in what it saw.
-            if r.started - begun > bound and rec.poll() is None and r.kind != "report":
+            if (begun is not None and r.started - begun > bound and rec.poll() is None
+                    and r.kind != "report"):
                 ages.append(r.started - (r.newest or 0))
                 assert r.newest is not None and r.newest >= r.started - bound, (
                     f"{r.kind} saw data {r.started - (r.newest or 0):.1f} s old "

@@ -18,6 +18,8 @@ from zoneinfo import ZoneInfo
 
 import polars as pl
 
+from iogauge.analysis import latency_standard
+from iogauge.analysis.latency_standard import Expectation
 from iogauge.analysis.service_model import ServiceDecision, decide
 from iogauge.analysis.types import Attributes, Capability, CapacityEstimate
 from iogauge.analysis.windows import aggregate_windows_by_device, choose_window_s
@@ -113,6 +115,8 @@ class DeviceContext:
             (``service_model.decide``); None until then.
         timeline: the relative time line of reports without time stamps (their windows are
             named by report, not by clock time); None on the clock.
+        expectation: the response time it should answer within (``latency_standard``);
+            None for kinds no response time is expected of, or before the engine sets it.
     """
 
     def __init__(self, key: str, host: str, device: str, kind: str, parent: str | None,
@@ -139,6 +143,7 @@ class DeviceContext:
         self.synthetic = synthetic
         self.service = service
         self.timeline: RelativeTimeline | None = None
+        self._expectation: Expectation | None = None
 
     @property
     def rows(self) -> pl.DataFrame:
@@ -165,6 +170,18 @@ class DeviceContext:
     def __repr__(self) -> str:
         return (f"DeviceContext(key={self.key!r}, kind={self.kind!r}, "
                 f"parent={self.parent!r}, source={self.source!r})")
+
+    @property
+    def expectation(self) -> Expectation | None:
+        """The expectation the engine chose (with the catalog profile's kind), else one
+        from what the device carries now."""
+        if self._expectation is not None:
+            return self._expectation
+        return latency_standard.expect(self)
+
+    @expectation.setter
+    def expectation(self, value: Expectation | None) -> None:
+        self._expectation = value
 
     def service_decision(self) -> ServiceDecision:
         """How this device serves requests (``service_model``): the engine's decision from
@@ -211,6 +228,7 @@ class AnalysisContext:
             from), for analyses that run once over all devices.
         timeline: the relative time line when the data are reports without time stamps
             (``model.timeline``); None when they are on the clock.
+        storage_map: tablespace or datafile -> the device under it (``--map``).
     """
 
     devices: dict[str, DeviceContext]
@@ -222,6 +240,7 @@ class AnalysisContext:
     notes: list[str] = field(default_factory=list)
     frame: pl.DataFrame | None = None
     timeline: RelativeTimeline | None = None
+    storage_map: dict[str, str] = field(default_factory=dict)
 
     @classmethod
     def build(cls, frame: SampleFrame | pl.DataFrame,

@@ -23,16 +23,14 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from fnmatch import fnmatchcase
 from pathlib import Path
-from typing import NamedTuple
 from zoneinfo import ZoneInfo
 
 import polars as pl
 
-from iogauge.analysis import aggregate, attributes, capacity, catalog
+from iogauge.analysis import aggregate, attributes, capacity, catalog, latency_standard
 from iogauge.analysis.context import UTC, AnalysisContext, DeviceContext, LatencyTarget
 from iogauge.analysis.points import device_points
 from iogauge.analysis.rules import Rule, all_rules
-from iogauge.analysis.rules.busy_not_bottleneck import NOT_BOTTLENECK
 from iogauge.analysis.service_model import ServiceDecision, ServiceModel, decide
 from iogauge.analysis.types import (
     SEVERITY_RANK,
@@ -43,6 +41,7 @@ from iogauge.analysis.types import (
     Finding,
     WindowRef,
 )
+from iogauge.analysis.verdict import blame_parents, verdict
 from iogauge.analysis.windows import window_label
 from iogauge.model.device import DeviceInfo
 from iogauge.model.sampleframe import SampleFrame
@@ -53,17 +52,6 @@ log = logging.getLogger(__name__)
 
 #: Below this mean IOPS a device is called idle (and not judged further).
 IDLE_IOPS = 1.0
-#: Headroom below this share of max IOPS makes a device "near limit" ([Oe]: the knee
-#: sits at 80-95 % busy, so less than ~20 % left is inside the non-linear region).
-NEAR_LIMIT_HEADROOM_PCT = 20.0
-#: Rules whose warnings mean the device itself is at or near its limit.
-LOAD_RULES = frozenset({"saturation", "capability_exceeded", "response_time_target",
-                        "solaris_service_time", "queueing", "concentration",
-                        "rmf_response_breakdown", "oracle_waits",
-                        # a tablespace's warning sets its verdict as a disk's does
-                        "oracle_file_reads"})
-#: Rules about the data or the method rather than the device: they never set a verdict.
-CONTEXT_RULES = frozenset({"interval_too_coarse", "util_not_capacity"})
 WORST_WINDOWS = 3
 
 
@@ -83,6 +71,8 @@ class AnalysisOptions:
         strict: a rule that raises stops the analysis (tests); otherwise it is reported in
             the notes and the other rules still run.
         media: device -> service model given with ``--media`` (beats the samples).
+        storage_map: a tablespace or datafile (Statspack/AWR rows) -> the device under it
+            (``--map TABLESPACE=DEV``), whose capability its reads are judged against.
     """
 
     start: datetime | None = None
@@ -95,6 +85,7 @@ class AnalysisOptions:
     tz: ZoneInfo = UTC
     strict: bool = False
     media: Mapping[str, ServiceModel] = field(default_factory=dict)
+    storage_map: Mapping[str, str] = field(default_factory=dict)
 
 
 def _select(df: pl.DataFrame, opts: AnalysisOptions) -> pl.DataFrame:
@@ -147,6 +138,7 @@ def build_context(frame: SampleFrame | pl.DataFrame,
     df, agg_notes = aggregate.add_aggregates(df, infos)
     ctx = AnalysisContext.build(df, waits=waits, infos=infos, targets=opts.targets,
                                 window_s=opts.window_s, tz=opts.tz)
+    ctx.storage_map = dict(opts.storage_map)
     if skipped:
         ctx.notes.append(f"{skipped} row(s) left out: since-boot averages or counter resets")
     ctx.notes.extend(notes)
@@ -159,7 +151,7 @@ def build_context(frame: SampleFrame | pl.DataFrame,
     # One group-by over every device's rows (attributes.compute_all), not a query each.
     attributes.compute_all(devs, ctx)
     for key in ctx.devices:
-        _inherit_counted_sequential(ctx, key)
+        attributes.inherit_counted_sequential(ctx, key)
     for dev in devs:
         override = opts.profiles.get(dev.key) or opts.profiles.get(dev.device)
         dev.capability = catalog.capability_for(dev, dev.attributes or Attributes(), override,
@@ -175,7 +167,21 @@ def build_context(frame: SampleFrame | pl.DataFrame,
         if disk is not None and disk.service is not None:
             dev.service = _as_part_of(disk)
             dev.capacity = capacity.estimate(dev)
+    for dev in devs:
+        dev.expectation = latency_standard.expect(dev, _profile_kind(cat, dev))
     return ctx
+
+
+def _profile_kind(cat: catalog.Catalog, dev: DeviceContext) -> str | None:
+    """The kind (hdd, ssd, array, cloud) of the catalog profile matched to ``dev``."""
+    if dev.capability is None:
+        return None
+    pid = dev.capability.profile
+    found = cat.by_id.get(pid)
+    if found is None:
+        found = next((t for fam in cat.families.values() for t in fam.tiers if t.id == pid),
+                     None)
+    return found.kind if found is not None else None
 
 
 def _parent_disk(ctx: AnalysisContext, dev: DeviceContext) -> DeviceContext | None:
@@ -219,50 +225,6 @@ def _each(fn: Callable[[DeviceContext], None], devs: Sequence[DeviceContext]) ->
             pass
 
 
-def _inherit_counted_sequential(ctx: AnalysisContext, key: str) -> None:
-    """A rank (or disk) whose own rows carry no sequential counts takes them from its parts.
-
-    RMF counts sequential operations per volume in the cache report, not per rank; [Yuge]
-    judges the rank by the volumes' sequential share (57 % reads / 43 % writes of the
-    sequential operations). A counted share of the parts beats the size-based estimate of
-    the parent: the operation-weighted mean over the parts that have counts is used when
-    they carry at least a tenth of the parts' I/O (a sample of the volumes; the coverage is
-    stated in the note).
-    """
-    dev = ctx.devices[key]
-    a = dev.attributes
-    if a is None or a.seq_method == "rmf-cache":
-        return
-    parts = [c for c in ctx.children(key) if c.attributes is not None]
-    total = sum(c.attributes.iops_mean or 0.0 for c in parts if c.attributes)
-    counted = [(c.attributes.seq_pct, c.attributes.iops_mean or 0.0) for c in parts
-               if c.attributes and c.attributes.seq_method == "rmf-cache"
-               and c.attributes.seq_pct is not None]
-    weight = sum(w for _s, w in counted)
-    if counted and total > 0 and weight >= 0.1 * total:
-        share = sum(s * w for s, w in counted) / weight
-        note = (f"sequential share counted by the controller for {len(counted)} of "
-                f"{len(parts)} parts ({100 * weight / total:.0f} % of their I/O), "
-                "operation-weighted")
-    elif dev.kind == "rank" and parts:
-        # No volume of this rank has a cache page: RMF's subsystem-wide (SSID) counts are
-        # the next best measurement, when there is exactly one subsystem in the data.
-        ssids = [d for d in ctx.devices.values() if d.kind == "lcu" and d.host == dev.host
-                 and d.attributes is not None and d.attributes.seq_method == "rmf-cache"
-                 and d.attributes.seq_pct is not None]
-        if len(ssids) != 1:
-            return
-        share = ssids[0].attributes.seq_pct  # type: ignore[union-attr, assignment]
-        note = (f"sequential share counted by the controller for the whole subsystem "
-                f"{ssids[0].device} (no per-volume cache counts for this rank's volumes)")
-    else:
-        return
-    a.seq_pct = share
-    a.seq_method = "rmf-cache"
-    a.notes = [n for n in a.notes if "sequential share is an estimate" not in n]
-    a.notes.append(note)
-
-
 def run_rules(ctx: AnalysisContext, rules: Sequence[Rule] | None = None, *,
               strict: bool = False) -> list[Finding]:
     """Step 4: every rule's findings, most severe first, then by device and time."""
@@ -298,92 +260,6 @@ def _worst_windows(dev: DeviceContext) -> list[WindowRef]:
     return out
 
 
-class Verdict(NamedTuple):
-    """A device's verdict, the sentence behind it, and the evidence that decided it."""
-
-    label: str
-    reason: str
-    basis: str
-
-
-def _finding_basis(f: Finding) -> str:
-    return f"finding {f.rule} ({f.severity}, {f.device or 'host'})"
-
-
-def verdict(dev: DeviceContext, findings: Sequence[Finding]) -> Verdict:
-    """Step 5: the verdict of a device from its findings and capacity.
-
-    The worst finding decides: a critical finding about the device's load is a bottleneck;
-    [Insight-SSD9]'s "busy, not the bottleneck" (high %util, CPU-bound, no I/O stall) wins
-    over a mere busy warning but not over a critical latency finding; warnings about load
-    or headroom under 20 % of max mean "near limit". ``basis`` names the evidence.
-    """
-    a = dev.attributes or Attributes()
-    judged = [f for f in findings if f.rule not in CONTEXT_RULES]
-    crit = [f for f in judged if f.severity == "critical"]
-    warn = [f for f in judged if f.severity == "warning" and f.rule in LOAD_RULES]
-    not_bn = [f for f in judged if f.rule == "busy_not_bottleneck" and f.severity == "info"
-              and NOT_BOTTLENECK in f.title]
-    cap = dev.capacity
-    model = dev.service_decision()
-    if a.iops_mean is None:
-        return Verdict("cannot judge", "no measured interval with I/O counts", "no data")
-    if crit:
-        return Verdict("bottleneck", crit[0].title, _finding_basis(crit[0]))
-    if not_bn:
-        return Verdict("busy, not the bottleneck", not_bn[0].title, _finding_basis(not_bn[0]))
-    if a.iops_mean < IDLE_IOPS and not warn:
-        return Verdict("idle", f"{a.iops_mean:.2f} IO/s on average", "load below 1 IO/s")
-    if warn:
-        return Verdict("near limit", warn[0].title, _finding_basis(warn[0]))
-    if (cap is not None and cap.headroom_pct is not None and cap.max_iops
-            and cap.headroom_pct < NEAR_LIMIT_HEADROOM_PCT and (cap.confidence or 0) >= 0.5):
-        return Verdict("near limit", (f"{cap.headroom_pct:.0f} % headroom left: peak "
-                                      f"{cap.current_iops:,.0f} of ~{cap.max_iops:,.0f} IO/s "
-                                      f"({cap.method})"),
-                       f"capacity {cap.method} (confidence {cap.confidence:.2f}; service "
-                       f"model {model.short})")
-    if a.await_ms is None and a.util_mean_pct is None:
-        return Verdict("cannot judge", "the source has neither latency nor busy figures",
-                       "no latency or busy figures")
-    parts = []
-    basis = ["no rule found a problem"]
-    if a.await_ms is not None:
-        parts.append(f"response {a.await_ms:.1f} ms on average")
-    if cap is not None and cap.headroom_pct is not None and cap.max_iops:
-        parts.append(f"{cap.headroom_pct:.0f} % headroom (~{cap.max_iops:,.0f} IO/s max, "
-                     f"{cap.method})")
-        basis.append(f"capacity {cap.method} (service model {model.short})")
-    elif dev.capability is not None and dev.capability.used_pct is not None:
-        parts.append(f"{dev.capability.used_pct:.0f} % of {dev.capability.title} capability "
-                     "for this mix")
-        basis.append(f"capability {dev.capability.profile}")
-    elif cap is not None and cap.max_iops is None:
-        parts.append(f"no maximum from the data ({cap.method})")
-    return Verdict("healthy", "; ".join(parts) or "no rule found a problem", "; ".join(basis))
-
-
-def _blame_parents(reports: list[DeviceReport], ctx: AnalysisContext) -> None:
-    """A part of a device that is the bottleneck says so first ([Yuge]: the volumes' 1.5 ms
-    came from their shared rank; the fix was on the rank, not on any volume)."""
-    # by the source's own device name (keys may be host:device, and names such as
-    # RANK:0000@ABCD1 or E: carry colons themselves)
-    by_name = {(r.host, ctx.devices[r.device].device): r for r in reports
-               if r.device in ctx.devices}
-    for r in reports:
-        parent = by_name.get((r.host, r.parent)) if r.parent else None
-        if (parent is not None and parent.verdict == "bottleneck"
-                and r.verdict in ("near limit", "healthy")):
-            if r.kind == "partition":
-                # A partition is the same spindle: its requests wait in the disk's queue.
-                r.verdict = "bottleneck"
-                r.verdict_reason = (f"a partition of {parent.device}, which is the "
-                                    f"bottleneck: {parent.verdict_reason}")
-            else:
-                r.verdict_reason = (f"on {parent.device}, which is the bottleneck "
-                                    f"({parent.verdict_reason}); {r.verdict_reason}")
-
-
 def analyze(frame: SampleFrame | pl.DataFrame,
             waits: WaitEventFrame | pl.DataFrame | None = None,
             infos: Mapping[str, DeviceInfo] | None = None,
@@ -403,10 +279,11 @@ def analyze(frame: SampleFrame | pl.DataFrame,
         reports.append(DeviceReport(
             device=key, host=dev.host, kind=dev.kind, parent=dev.parent, source=dev.source,
             verdict=v, verdict_reason=why, verdict_basis=basis, service=dev.service,
+            expectation=dev.expectation,
             attributes=dev.attributes or Attributes(),
             capability=dev.capability, capacity=dev.capacity,
             worst_windows=_worst_windows(dev), finding_count=counts))
-    _blame_parents(reports, ctx)
+    blame_parents(reports, ctx)
     order = {v: i for i, v in enumerate(VERDICTS)}
     reports.sort(key=lambda r: (order[r.verdict], -(r.attributes.iops_mean or 0.0)))
     starts = [d.start for d in ctx.devices.values() if d.start is not None]

@@ -214,7 +214,9 @@ _AGGREGATE_KINDS = frozenset({"rank", "lcu", "port", "tablespace", "datafile",
                               "logical_disk", "ram"})
 
 
-def _is_virtual(name: str, info: DeviceInfo | None) -> bool:
+def is_virtual(name: str, info: DeviceInfo | None) -> bool:
+    """A hypervisor's disk (virtio, Xen, QEMU/VirtualBox/VMware models): its labels
+    describe the emulation, not the storage behind it."""
     if name.startswith(("vd", "xvd")):
         return True
     if info is None:
@@ -232,7 +234,7 @@ def label_prior(name: str, kind: str, info: DeviceInfo | None,
                 f"kind {kind}: an aggregate of several devices or paths")
     if capability is not None and "--profile" not in capability.matched_by:
         model = ServiceModel.PARALLEL if capability.parallel else ServiceModel.ONE_AT_A_TIME
-        strength = Strength.HINT if _is_virtual(name, info) else Strength.MEDIUM
+        strength = Strength.HINT if is_virtual(name, info) else Strength.MEDIUM
         return model, strength, f"catalog profile {capability.profile} ({capability.matched_by})"
     if kind == "loop":
         return (ServiceModel.UNDETERMINED, Strength.WEAK,
@@ -251,7 +253,7 @@ def label_prior(name: str, kind: str, info: DeviceInfo | None,
         return ServiceModel.UNDETERMINED, Strength.WEAK, "no rotational flag or profile"
     model = ServiceModel.ONE_AT_A_TIME if info.rotational else ServiceModel.PARALLEL
     flag = f"queue/rotational = {int(info.rotational)}"
-    if _is_virtual(name, info):
+    if is_virtual(name, info):
         return model, Strength.HINT, (f"{flag} on a virtual disk (the hypervisor's flag, not "
                                       "the storage behind it)")
     return model, Strength.MEDIUM, flag

@@ -12,9 +12,11 @@ from __future__ import annotations
 import math
 from dataclasses import asdict, dataclass, field
 from datetime import datetime
+from enum import Enum
 from typing import TYPE_CHECKING, Any, Literal
 
 if TYPE_CHECKING:
+    from iogauge.analysis.latency_standard import Expectation
     from iogauge.analysis.service_model import ServiceDecision
 
 from iogauge.model.timeline import RelativeTimeline, when
@@ -23,11 +25,39 @@ Severity = Literal["info", "warning", "critical"]
 SEVERITY_RANK: dict[str, int] = {"info": 0, "warning": 1, "critical": 2}
 
 #: Verdict words, worst first. ``bottleneck``: the device limits the workload now;
-#: ``near limit``: it will soon (little headroom for these attributes); ``busy, not the
+#: ``near limit``: it will soon (little headroom for these attributes); ``slow, not busy``:
+#: it answers slower than its class should while barely loaded, so the cause is not its
+#: capacity (write cache, a degraded array, the path, a throttle); ``busy, not the
 #: bottleneck``: high busy but the evidence says something else limits ([Insight-SSD9]);
-#: ``healthy``; ``idle``; ``cannot judge``: the data cannot support a verdict.
-VERDICTS: tuple[str, ...] = ("bottleneck", "near limit", "busy, not the bottleneck",
-                             "healthy", "idle", "cannot judge")
+#: ``healthy``: its response times were judged and are within expectation; ``idle``;
+#: ``cannot judge``: the data cannot support a verdict.
+VERDICTS: tuple[str, ...] = ("bottleneck", "near limit", "slow, not busy",
+                             "busy, not the bottleneck", "healthy", "idle", "cannot judge")
+
+
+class RuleRole(Enum):
+    """What a rule's findings mean for a device's verdict (each rule module's ``ROLE``).
+
+    ``LOAD``: the device at or near its limit (warning = near limit, critical =
+    bottleneck). ``LATENCY``: response time above expectation under load (as ``LOAD``).
+    ``BUSY``: %busy read with the host's waits (critical = bottleneck unless the response
+    times are within expectation: %busy alone never makes one). ``UNLOADED``: slow without
+    load (``slow, not busy``). ``ADVICE``: workload advice (only a critical finding sets the
+    verdict). ``CONTEXT``: about the data or the method (never sets the verdict).
+    """
+
+    LOAD = "load"
+    LATENCY = "latency"
+    BUSY = "busy"
+    UNLOADED = "unloaded"
+    ADVICE = "advice"
+    CONTEXT = "context"
+
+
+class Claim(Enum):
+    """What a single finding says about its device beyond its severity."""
+
+    NOT_BOTTLENECK = "busy, not the bottleneck"
 
 
 def _clean_dict(d: dict[str, Any]) -> dict[str, Any]:
@@ -88,7 +118,9 @@ class Finding:
         evidence: the values and thresholds compared.
         explanation: why this matters, in plain words.
         suggestion: what to do or check next.
-        source: where the threshold or the method comes from (reference key, vendor doc).
+        source: where the threshold or the method comes from (reference key and section).
+        claim: what the finding says about the device's verdict beyond its severity
+            (``Claim.NOT_BOTTLENECK``); None for most findings.
     """
 
     rule: str
@@ -101,6 +133,7 @@ class Finding:
     explanation: str
     suggestion: str
     source: str
+    claim: Claim | None = None
 
     def to_dict(self) -> dict[str, Any]:
         d = {k: getattr(self, k) for k in ("rule", "severity", "device", "window_start",
@@ -322,6 +355,7 @@ class DeviceReport:
     finding_count: dict[str, int] = field(default_factory=dict)
     verdict_basis: str = ""
     service: ServiceDecision | None = None
+    expectation: Expectation | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return _clean_dict({
@@ -329,6 +363,8 @@ class DeviceReport:
             "parent": self.parent, "source": self.source, "verdict": self.verdict,
             "verdict_reason": self.verdict_reason, "verdict_basis": self.verdict_basis,
             "service_model": None if self.service is None else self.service.to_dict(),
+            "latency_expectation": (None if self.expectation is None
+                                    else self.expectation.to_dict()),
             "attributes": self.attributes.to_dict(),
             "capability": None if self.capability is None else self.capability.to_dict(),
             "capacity": None if self.capacity is None else self.capacity.to_dict(),

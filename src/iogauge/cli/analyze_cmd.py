@@ -42,6 +42,21 @@ def parse_media(texts: list[str] | None) -> dict[str, ServiceModel]:
     return parse_media_overrides(tuple(texts or ()))
 
 
+def parse_storage_map(texts: list[str] | None) -> dict[str, str]:
+    """``--map TABLESPACE=DEV`` options to {tablespace or datafile: device}."""
+    from iogauge.errors import IogaugeError
+
+    pairs = [(k.strip(), sep, v.strip()) for k, sep, v in (t.partition("=") for t in texts or [])]
+    bad = next((f"{k}{sep}{v}" for k, sep, v in pairs if not (k and sep and v)), None)
+    if bad is not None:
+        raise IogaugeError(f"--map {bad!r}: use TABLESPACE=DEV, e.g. --map SOE=sdb")
+    names = [k for k, _, _ in pairs]
+    twice = next((k for k in names if names.count(k) > 1), None)
+    if twice is not None:
+        raise IogaugeError(f"--map: {twice!r} is mapped twice")
+    return {k: v for k, _, v in pairs}
+
+
 def analyze_cmd(
     files: list[str] = typer.Argument(None, help="Files to import and analyse (any format "
                                       "`iogauge import` reads; globs allowed). Default: the "
@@ -55,6 +70,10 @@ def analyze_cmd(
                                       "device, DEVICE=NAME (repeatable), e.g. "
                                       "sdb=hdd-7200; see docs/catalog.md."),
     media: list[str] = typer.Option(None, "--media", help=MEDIA_HELP),
+    storage_map: list[str] = typer.Option(None, "--map", help="The device under an Oracle "
+                                          "tablespace or datafile, TABLESPACE=DEV "
+                                          "(repeatable), e.g. SOE=sdb: its Av Rd(ms) is "
+                                          "judged against that device's capability."),
     catalog: list[Path] = typer.Option(None, "--catalog", help="Extra capability catalog "
                                        "TOML file(s) with your own profiles."),
     target: list[str] = typer.Option(None, "--target", help="Response-time target, "
@@ -94,7 +113,8 @@ def analyze_cmd(
         opts = AnalysisOptions(
             start=parse_time(start, "--from", zone), end=parse_time(end, "--to", zone),
             devices=tuple(device or ()), profiles=parse_profiles(profile),
-            media=parse_media(media), catalog_paths=tuple(catalog or ()),
+            media=parse_media(media), storage_map=parse_storage_map(storage_map),
+            catalog_paths=tuple(catalog or ()),
             targets=tuple(LatencyTarget.parse(t) for t in target or ()),
             window_s=window, tz=zone or UTC)
         inputs = load_inputs(files, db, zone=zone, lenient=lenient,
@@ -108,8 +128,9 @@ def analyze_cmd(
             result.notes[:0] = inputs.notes
             sys.stdout.write(json.dumps(result.to_dict(), indent=2) + "\n")
             return
-        if not result.devices:
+        if not result.devices and not result.findings:
             out.print("no device with data in the selection")
             return
+        # (an AWR RAC global report has wait events and no device: its findings are shown)
         print_analysis(out, result, f"iogauge analysis of {inputs.described}",
                        None if all_findings else 12)

@@ -7,36 +7,25 @@ memory bounded by the pieces in flight (see benchmarks/import_speed.py for the f
 other formats are read whole (``parse``). Each SampleFrame is let go as soon as it is written,
 before the next is parsed.
 
-Nothing is written until every file has been read without error: Parquet goes to a temporary
-file in the target's directory, renamed into place after the last file (and deleted on
-failure); the store receives the rows batch by batch in ONE transaction, committed after the
-last file and rolled back on a failure (:class:`~iogauge.store.duckdb_store.StoreImport`; a
-store that did not exist yet appears only at the commit), with what importing the files one
-after the other would leave: a later file's rows replace an earlier file's with the same
-key (``StoreImport.next_source``; the same for wait events: ``latest_waits``). JSON needs
-every row before its first line is written (nothing is printed for a failed import), so
-``--json`` holds them.
+Nothing is written until every file has been read without error; the outputs (the store,
+Parquet, JSON) are the classes of :mod:`iogauge.cli.import_outputs`.
 """
 
 from __future__ import annotations
 
-import contextlib
-import ctypes
-import json
-import os
-import sys
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 from zoneinfo import ZoneInfo
 
 import typer
 
-from iogauge.cli.common import err, out, user_errors, warn
+from iogauge.cli.common import err, user_errors, warn
 from iogauge.cli.defaults import FORMAT_IDS as FORMATS
+from iogauge.cli.import_outputs import ImportOutput, JsonOutput, ParquetOutput, StoreOutput
 from iogauge.cli.inputs import FIRST_REPORT_OPTION, parse_start, parse_zone
 from iogauge.errors import InputFormatError, IogaugeError
 from iogauge.importers.first_report import FirstReport
@@ -51,57 +40,15 @@ from iogauge.importers.io import (
 if TYPE_CHECKING:
     # imported where they are used: polars, the importers' model and the DuckDB store cost
     # ~0.3 s, which every other command (and --version) would pay at start-up
-    import polars as pl
-    from rich.table import Table
-
     from iogauge.importers.base import Source
     from iogauge.model.sampleframe import SampleFrame
     from iogauge.model.waitevents import WaitEventFrame
-
-#: ``M_MMAP_THRESHOLD`` of glibc's malloc.h, and the value set by :func:`_fix_mmap_threshold`.
-_M_MMAP_THRESHOLD = -3
-_MMAP_THRESHOLD_BYTES = 1 << 20
-
-
-def _fix_mmap_threshold() -> None:
-    """Keep glibc from serving large blocks out of the heap later in the import.
-
-    glibc raises its mmap threshold to the size of every mmapped block that is freed (up to
-    32 MiB on 64-bit; mallopt(3), M_MMAP_THRESHOLD "dynamic mmap threshold"), so after the
-    parser frees its first multi-MiB numpy buffers the next ones come from the heap, and the
-    heap keeps what the process no longer uses. Setting the threshold turns that adjustment
-    off: blocks of 1 MiB and more are mapped and unmapped, returned at once. Measured on
-    benchmarks/import_speed.py's 100 MB iostat log, peak RSS of ``import --db``: 261-263 MiB
-    with it, 275-278 MiB without (four runs each). Linux with glibc only; elsewhere (musl has
-    no such threshold, other systems have other allocators) nothing is done.
-    """
-    if not sys.platform.startswith("linux"):
-        return
-    try:
-        mallopt = ctypes.CDLL(None).mallopt  # the C library this interpreter runs on
-    except (OSError, AttributeError):
-        return
-    mallopt(_M_MMAP_THRESHOLD, _MMAP_THRESHOLD_BYTES)
-
-
-def _json_default(value: object) -> str:
-    if isinstance(value, datetime):
-        return value.isoformat(timespec="microseconds")
-    raise TypeError(f"not JSON serialisable: {type(value).__name__}")
 
 
 def _no_waits() -> WaitEventFrame:
     from iogauge.model.waitevents import WaitEventFrame
 
     return WaitEventFrame.empty()
-
-
-def _write_json_rows(df: pl.DataFrame, *, keep: tuple[str, ...]) -> None:
-    """One JSON object per row; null measures are left out (null = not measured)."""
-    write = sys.stdout.write
-    for row in df.iter_rows(named=True):
-        obj: dict[str, Any] = {k: v for k, v in row.items() if v is not None or k in keep}
-        write(json.dumps(obj, default=_json_default) + "\n")
 
 
 @dataclass
@@ -229,70 +176,6 @@ def _open(path: Path, opts: _Options) -> tuple[_Read, Iterator[SampleFrame]]:
     return read, frames()
 
 
-def _concat(frames: list[SampleFrame]) -> SampleFrame:
-    """The rows of ``frames`` as one SampleFrame, columns that are null throughout a frame
-    left out of the copy (they come back as constant nulls, not as allocated columns: a
-    SampleFrame has some 40 measure columns and a format fills a dozen)."""
-    import polars as pl
-
-    from iogauge.model.sampleframe import SampleFrame
-
-    if not frames:
-        return SampleFrame.empty()
-    slim = [f.df.select([c for c in f.df.columns if f.df[c].null_count() < f.df.height])
-            for f in frames if f.df.height]
-    if not slim:
-        return SampleFrame.empty()
-    return SampleFrame(pl.concat(slim, how="diagonal"), validate=False)
-
-
-def _write_parquet(frames: Iterator[SampleFrame], path: Path) -> None:
-    """Stream ``frames`` into the Parquet file ``path`` (zstd, statistics, as
-    :meth:`SampleFrame.to_parquet`) without holding them, parsed in a thread of their own
-    while polars writes (:func:`iogauge.store.parquet.write_frames`)."""
-    import polars as pl
-
-    from iogauge.store.parquet import write_frames
-
-    try:
-        write_frames(frames, path)
-    except (OSError, pl.exceptions.PolarsError) as exc:
-        raise IogaugeError(f"{path}: cannot write Parquet: {exc}") from exc
-
-
-def _temporary(path: Path) -> Path:
-    return path.with_name(f".{path.name}.{os.getpid()}.tmp")
-
-
-def _summary(reads: list[_Read], interval_s: float | None = None) -> Table:
-    """The per-file table; reports without time stamps are named by number (``interval_s``:
-    ``--interval``, else the nominal spacing of the relative time line)."""
-    from rich.table import Table
-
-    from iogauge.model.timeline import NO_INTERVAL, NOMINAL_INTERVAL_S, RelativeTimeline
-
-    table = Table(title="imported", title_justify="left", header_style="bold")
-    for col in ("file", "format", "rows", "devices", "from", "to", "skipped", "MB/s"):
-        table.add_column(col, justify="right" if col in ("rows", "devices", "skipped", "MB/s")
-                         else "left")
-    for r in reads:
-        span = (str(r.first), str(r.last)) if r.rows else ("-", "-")
-        line = RelativeTimeline.of(r.last, interval_s or NOMINAL_INTERVAL_S)
-        if line is not None and r.first is not None and r.last is not None:
-            span = (f"report {line.report(r.first)}",
-                    f"report {line.report(r.last)} ({NO_INTERVAL})")
-        fmt = r.format + ("" if r.detected else " (forced)")
-        if r.compression:
-            fmt += f", {r.compression}"
-        rows = f"{r.rows:,}"
-        if len(r.waits):
-            rows += f" + {len(r.waits):,} waits"
-        speed = r.input_bytes / 1e6 / r.seconds if r.seconds > 0 else 0.0
-        table.add_row(r.path, fmt, rows, str(len(r.devices)), *span, str(r.skipped),
-                      f"{speed:,.0f}")
-    return table
-
-
 def import_(
     files: list[str] = typer.Argument(..., help="Files or glob patterns (quote globs: "
                                       "'logs/*.gz'). Compressed .gz/.xz/.bz2/.zst are read "
@@ -347,10 +230,7 @@ def import_(
     if as_json and parquet is not None:
         err.print("[bold red]error:[/] --json and --parquet are exclusive")
         raise typer.Exit(2)
-    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
-
     from iogauge.importers.registry import expand
-    from iogauge.model.waitevents import WaitEventFrame
 
     with user_errors():
         zone = parse_zone(tz)
@@ -362,116 +242,65 @@ def import_(
                         date_order=date_order.upper() if date_order else None,
                         first_report=first_report)
         paths = expand(files)
-        reads: list[_Read] = []
-        failures: list[str] = []
-        #: Per file read into the store: rows of earlier files its rows replaced (same key).
-        replaced: dict[Path, int] = {}
-        kept: list[SampleFrame] = []
-        if parquet is None and not as_json:
-            # Only for the store, the one path near the 3x memory target: mapping and
-            # unmapping every large block costs page faults (100 MB log, --parquet: 3.0 s
-            # with it, 2.4-2.7 s without, peak ~2.4-2.5x the log either way).
-            _fix_mmap_threshold()
-        with contextlib.ExitStack() as stack:
-            # The store is opened before the first file (a locked or unusable --db is said
-            # before any reading); its transaction is rolled back if the stack closes
-            # without the commit below.
-            target = None
-            if parquet is None and not as_json:
-                # DuckDB is loaded only for the store (--parquet and --json do without it)
-                from iogauge.store.duckdb_store import StoreImport
-
-                target = stack.enter_context(StoreImport(db, replace=True))
-            with Progress(TextColumn("importing {task.description}"), BarColumn(),
-                          TextColumn("{task.completed}/{task.total} files"),
-                          TimeElapsedColumn(), console=err, transient=True,
-                          disable=not err.is_terminal) as progress:
-                task = progress.add_task("", total=len(paths))
-
-                def frames() -> Iterator[SampleFrame]:
-                    """Every file's frames in order; after a failure the files left are still
-                    read (so that every failure is named) but their rows go nowhere."""
-                    for p in paths:
-                        progress.update(task, description=p.name)
-                        try:
-                            before = 0
-                            if target is not None and not failures:
-                                # A later file's rows replace an earlier one's with the same
-                                # key, as importing the files one after the other would.
-                                target.next_source()
-                                before = target.replaced_earlier
-                            read, batches = _open(p, opts)
-                            for frame in batches:
-                                if not failures:
-                                    yield frame
-                                del frame  # not held while the next one is parsed
-                            reads.append(read)
-                            if target is not None and target.replaced_earlier > before:
-                                replaced[p] = target.replaced_earlier - before
-                        except IogaugeError as exc:
-                            failures.append(str(exc))
-                        progress.advance(task)
-
-                tmp = _temporary(parquet) if parquet is not None else None
-                try:
-                    if tmp is not None:
-                        _write_parquet(frames(), tmp)
-                    elif target is not None:
-                        for frame in frames():
-                            target.add(frame)
-                            del frame
-                    else:
-                        kept = list(frames())
-                except BaseException:
-                    if tmp is not None:
-                        tmp.unlink(missing_ok=True)
-                    raise
+        output: ImportOutput = (JsonOutput() if as_json else
+                                ParquetOutput(parquet) if parquet is not None else
+                                StoreOutput(db))
+        with output:
+            reads, failures = _read_all(paths, opts, output)
             if failures:
-                if tmp is not None:
-                    tmp.unlink(missing_ok=True)
+                output.discard()
                 for f in failures:
                     err.print(f"[bold red]error:[/] {f}", markup=True, highlight=False)
                 err.print(f"{len(failures)} of {len(paths)} file(s) failed; nothing was "
                           "written")
                 raise typer.Exit(2)
-            for r in reads:
-                for n in r.notes:
-                    warn(f"{r.path}: {n}")
-                if r.skipped:
-                    warn(f"{r.path}: skipped {r.skipped} unreadable line(s) (--lenient)")
-                    for ex in r.skipped_examples:
-                        err.print(f"    {ex}", markup=False)
-            rows = sum(r.rows for r in reads)
-            if target is not None:
-                from iogauge.store.duckdb_store import latest_waits
+            _warn_skipped(reads)
+            output.finish(reads, opts.interval_s)
 
-                waits, dropped = latest_waits([r.waits for r in reads])
-                for p, count in replaced.items():
-                    warn(f"{p}: {count:,} row(s) replaced those of an earlier file of this "
-                         "import with the same format, host, device and time (the data is "
-                         "stored once, as importing the files one after the other would)")
-                for r, gone in zip(reads, dropped, strict=True):
-                    if gone:
-                        warn(f"{r.path}: {gone:,} wait event row(s) replaced those of an "
-                             "earlier file of this import with the same key")
-            else:
-                waits = WaitEventFrame.concat([r.waits for r in reads if len(r.waits)])
-            if parquet is not None and tmp is not None:
-                tmp.replace(parquet)
-                if len(waits):
-                    wpath = parquet.with_name(parquet.stem + ".waits.parquet")
-                    waits.df.write_parquet(wpath, compression="zstd")
-                    err.print(f"wait events written to {wpath}")
-                out.print(_summary(reads, opts.interval_s))
-                out.print(f"{rows:,} rows written to {parquet}")
-                return
-            if target is None:  # --json
-                frame = _concat(kept)
-                del kept[:]
-                _write_json_rows(frame.df, keep=("parent",))
-                _write_json_rows(waits.df, keep=())
-                err.print(_summary(reads, opts.interval_s))
-                return
-            stored = target.commit(waits)
-        out.print(_summary(reads, opts.interval_s))
-        out.print(f"{stored:,} rows stored in {target.path}")
+
+def _read_all(paths: list[Path], opts: _Options, output: ImportOutput
+              ) -> tuple[list[_Read], list[str]]:
+    """Every file's frames into ``output``, in order; returns the files read and the
+    failures. After a failure the files left are still read (so that every failure is
+    named) but their rows go nowhere."""
+    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+    reads: list[_Read] = []
+    failures: list[str] = []
+    with Progress(TextColumn("importing {task.description}"), BarColumn(),
+                  TextColumn("{task.completed}/{task.total} files"),
+                  TimeElapsedColumn(), console=err, transient=True,
+                  disable=not err.is_terminal) as progress:
+        task = progress.add_task("", total=len(paths))
+
+        def frames() -> Iterator[SampleFrame]:
+            for p in paths:
+                progress.update(task, description=p.name)
+                try:
+                    if not failures:
+                        output.begin_file()
+                    read, batches = _open(p, opts)
+                    for frame in batches:
+                        if not failures:
+                            yield frame
+                        del frame  # not held while the next one is parsed
+                    reads.append(read)
+                    if not failures:
+                        output.end_file(p)
+                except IogaugeError as exc:
+                    failures.append(str(exc))
+                progress.advance(task)
+
+        output.consume(frames())
+    return reads, failures
+
+
+def _warn_skipped(reads: list[_Read]) -> None:
+    """The importers' notes and the lines --lenient skipped, per file."""
+    for r in reads:
+        for n in r.notes:
+            warn(f"{r.path}: {n}")
+        if r.skipped:
+            warn(f"{r.path}: skipped {r.skipped} unreadable line(s) (--lenient)")
+            for ex in r.skipped_examples:
+                err.print(f"    {ex}", markup=False)

@@ -9,6 +9,7 @@ from iogauge.cli import (
     analyze_cmd,
     compare_cmd,
     diagnose_cmd,
+    exporter_cmd,
     guarantee_cmd,
     import_cmd,
     iostat_cmd,
@@ -36,6 +37,7 @@ app.command("import")(import_cmd.import_)
 app.command("analyze")(analyze_cmd.analyze_cmd)
 app.command("compare")(compare_cmd.compare)
 app.command("report")(report_cmd.report)
+app.command("exporter")(exporter_cmd.exporter)
 app.add_typer(lab_app, name="lab")
 app.add_typer(guarantee_cmd.guarantee_app, name="guarantee")
 

@@ -4,7 +4,8 @@ Everything but the sniffer lives in :mod:`iogauge.importers.oracle`, shared with
 Statspack: see there for the sections read, the column mapping and the release differences
 (``Top 5 Timed Events`` in 10g, ``Top 5 Timed Foreground Events`` in 11g, ``Top 10 Foreground
 Events by Total Wait Time`` with unit-suffixed averages from 11.2.0.4/12c on). Only the
-single-instance report is read: RAC global reports (``WORKLOAD REPOSITORY RAC REPORT``) and
+single-instance text report is read: RAC global text reports (``WORKLOAD REPOSITORY RAC REPORT``;
+the HTML one is read by :mod:`iogauge.importers.awr_html`) and
 compare-period reports have other layouts and are not sniffed as AWR.
 """
 

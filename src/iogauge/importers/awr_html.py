@@ -2,19 +2,21 @@
 events and tablespace / file I/O, read with an HTML parser (see
 :mod:`iogauge.importers.oracle.html`) into the same rows as the text report gives.
 
-The RAC global report (``awrgrpt.sql``, ``<title>AWR RAC Report for DB:``) is recognised and
-refused with a clear reason: its tables hold a row per instance.
+The RAC global report (``awrgrpt.sql``, ``<title>AWR RAC Report for DB:``) gives the foreground
+wait events of each instance (:mod:`iogauge.importers.oracle.rac`).
 """
 
 from __future__ import annotations
 
 from iogauge.importers.base import Source
-from iogauge.importers.oracle.html import RAC_TITLE_RE, TITLE_RE, parse_html
+from iogauge.importers.oracle.html import TITLE_RE, parse_html
+from iogauge.importers.oracle.rac import RAC_TITLE_RE
 from iogauge.model.sampleframe import SampleFrame
 
 NAME = "awr-html"
 DESCRIPTION = "Oracle AWR HTML report (wait events, tablespace and file I/O)"
-EXPECTS = "a '<title>AWR Report for DB: ...' element (Oracle awrrpt.sql HTML output)"
+EXPECTS = ("a '<title>AWR Report for DB: ...' or '<title>AWR RAC Report for DB: ...' element "
+           "(Oracle awrrpt.sql / awrgrpt.sql HTML output)")
 
 
 def sniff(head: str) -> bool:

@@ -26,7 +26,9 @@ WAIT_COLUMNS: tuple[Column, ...] = (
     Column("interval_s", pl.Float64(), "s", "Report interval (elapsed) in seconds.", True,
            "identity"),
     Column("section", pl.String(), "", "Report section the row came from, e.g. 'foreground "
-           "wait events', 'top timed events'.", True, "identity"),
+           "wait events', 'top timed events'; 'iostat by filetype' rows (AWR IOStat by "
+           "Filetype) carry a file type's read time ('Data File small read') in "
+           "avg_wait_ms.", True, "identity"),
     Column("event", pl.String(), "", "Wait event name, e.g. 'db file sequential read'.", True,
            "identity"),
     Column("wait_class", pl.String(), "", "Wait class (User I/O, System I/O, ...) when given.",

@@ -11,7 +11,8 @@ from iogauge.model.timeline import RelativeTimeline, when
 from iogauge.reporting.metrics import ATTRIBUTE_FORMATS, CAPABILITY_FORMATS, CAPACITY_FORMATS
 
 VERDICT_STYLE: dict[str, str] = {
-    "bottleneck": "bold red", "near limit": "yellow", "busy, not the bottleneck": "cyan",
+    "bottleneck": "bold red", "near limit": "yellow", "slow, not busy": "bright_magenta",
+    "busy, not the bottleneck": "cyan",
     "healthy": "green", "idle": "dim", "cannot judge": "magenta",
 }
 SEVERITY_STYLE: dict[str, str] = {"critical": "bold red", "warning": "yellow", "info": "cyan"}
@@ -80,7 +81,10 @@ def print_analysis(console: Console, result: AnalysisResult, title: str,
                       f"{A['iops_mean'].fmt(a.iops_mean)} / {A['iops_peak'].fmt(a.iops_peak)}",
                       A["MBps_mean"].fmt(a.MBps_mean), A["await_ms"].fmt(a.await_ms),
                       A["util_peak_pct"].fmt(a.util_peak_pct), head, capab)
-    console.print(table)
+    if result.devices:
+        console.print(table)
+    else:  # (an AWR RAC global report: wait events of each instance, no device rows)
+        console.print(f"{title}: no device rows, wait events only")
     for d in result.devices:
         if d.service is None or d.verdict in ("idle", "cannot judge"):
             continue

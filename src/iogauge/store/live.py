@@ -26,22 +26,30 @@ from iogauge.errors import StoreBusyError, StoreError
 from iogauge.model.device import DeviceInfo
 from iogauge.model.guaranteeframe import GuaranteeFrame
 from iogauge.model.sampleframe import SampleFrame
-from iogauge.store.duckdb_store import (
+from iogauge.store.connection import _first_line
+from iogauge.store.devices import _normalise
+from iogauge.store.duckdb_store import Store
+from iogauge.store.importing import import_lock
+from iogauge.store.schema import (
     DEVICE_FIELDS,
     DEVICE_TABLE_COLUMNS,
     DEVICES_TABLE,
     GUARANTEE_TABLE,
     GUARANTEE_TABLE_COLUMNS,
     SAMPLES_TABLE,
-    Store,
     TimeArg,
     _ddl,
-    _first_line,
-    _normalise,
     default_db_path,
     parse_time,
 )
-from iogauge.store.segments import SegmentLog, WriterLock, glob_sql, live_dir, write_empty
+from iogauge.store.segments import (
+    SegmentLog,
+    WriterLock,
+    all_segments,
+    glob_sql,
+    live_dir,
+    write_empty,
+)
 
 #: Seconds the writer tries to open the DuckDB file for writing at start-up while readers
 #: hold it; after that it checks the file read-only and starts without refreshing the views.
@@ -120,7 +128,8 @@ class LiveStore:
         if p.is_dir():
             raise StoreError(f"{p}: is a directory; --db takes a file")
         d = live_dir(p)
-        upgraded = p.exists() and not d.exists()
+        # Every live writer leaves the empty segments; an import leaves only its lock.
+        upgraded = p.exists() and not all_segments(d, SAMPLES_TABLE)
         try:
             d.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
@@ -217,17 +226,37 @@ def _prepare(path: Path) -> tuple[dict[tuple[str, str], tuple[object, ...]],
                                   dict[tuple[str, str], datetime]]:
     """Create or check the DuckDB file (refreshing the ``*_live`` views when it can have it
     for writing within :data:`START_RETRY_S`) and return the devices known so far."""
+    try:
+        # An import swaps a copy of the DuckDB file in when it commits: what is written
+        # to the file meanwhile would be lost, so while one runs the file is only read.
+        lock: WriterLock | None = import_lock(path, wait_s=0.0)
+    except StoreBusyError:
+        lock = None
+    try:
+        store = _open_at_start(path, writable=lock is not None)
+        known, first = _refresh(store, path)
+    finally:
+        if lock is not None:
+            lock.release()
+    return known, first
+
+
+def _open_at_start(path: Path, *, writable: bool) -> Store:
+    """The store for writing when it is free within :data:`START_RETRY_S`, else read-only."""
     deadline = time.monotonic() + START_RETRY_S
-    while True:
+    while writable:
         try:
-            store = Store.open(path, threads=1)
-            break
+            return Store.open(path, threads=1)
         except StoreBusyError:
-            if time.monotonic() < deadline:
-                time.sleep(0.05)
-                continue
-            store = Store.open(path, read_only=True, threads=1)
-            break
+            if time.monotonic() >= deadline:
+                break
+            time.sleep(0.05)
+    return Store.open(path, read_only=True, threads=1)
+
+
+def _refresh(store: Store, path: Path) -> tuple[dict[tuple[str, str], tuple[object, ...]],
+                                                dict[tuple[str, str], datetime]]:
+    """Create the views (when writable) and return the devices known so far."""
     with store:
         if not store.read_only:
             con = store._connection()

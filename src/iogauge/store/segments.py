@@ -8,9 +8,8 @@ under a temporary name, fsynced and renamed into place (readers see a whole flus
 it; a ``kill -9`` leaves at most a stray temporary file). Readers (:class:`Store` opened
 read-only) read the DuckDB tables and these files together. The choice was measured
 (benchmarks/README.md, ``store_live.py``): a writer that opens the DuckDB file only to
-commit held it 30-118 ms median and up to 398 ms per flush on a day of 20 devices (readers
-refused meanwhile), and a reader holding it (0.7-4.4 s to read that day; a user's DuckDB
-session: for hours) blocked the writer.
+commit refuses readers for tens to hundreds of ms a flush, and a reader holding the file
+(a user's DuckDB session: for hours) blocks that writer past the loss bound.
 
 Naming: ``<table>.<first>-<last>.parquet`` (12-digit flush numbers). A flush writes
 ``n-n``; compaction (a log-structured merge with fan-out :data:`FANOUT`) merges the newest
@@ -140,16 +139,17 @@ class WriterLock:
     leaves a stale lock; the holder's PID is written in the file for the refusal message.
     """
 
-    def __init__(self, directory: Path, family: str, db: Path) -> None:
+    def __init__(self, directory: Path, family: str, db: Path, *, what: str | None = None
+                 ) -> None:
         self.path = directory / f"{family}.lock"
         self._fd: int | None = None
         fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
         holder = lock_with_pid(fd)
         if holder is not None:
             raise StoreBusyError(
-                f"{db}: another process (PID {holder}) is already writing {family} to this "
-                f"store (lock {self.path}); one writer per store: stop it or use another "
-                "--db. Readers (analyze, report, export, guarantee show) need no lock.")
+                f"{db}: another process (PID {holder}) is already writing {what or family} "
+                f"to this store (lock {self.path}); one writer per store: stop it or use "
+                "another --db. Readers (analyze, report, export, guarantee show) need no lock.")
         self._fd = fd
 
     def release(self) -> None:

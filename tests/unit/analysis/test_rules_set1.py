@@ -266,9 +266,10 @@ def test_solaris_skips_fio_jobs() -> None:
 
 
 @pytest.mark.parametrize(("await_ms", "util", "wait_pct", "expected"), [
-    (40.0, 10.0, 0.0, "warning"),    # 30-50 ms above 5 % busy: above normal
+    (40.0, 25.0, 0.0, "warning"),    # 30-50 ms at >= 20 % busy: above normal
+    (40.0, 10.0, 0.0, None),         # under 20 % busy: latency_without_load's, not load
     (40.0, 4.0, 0.0, None),          # 30-50 ms at <= 5 % busy: still normal ([Goodus])
-    (60.0, 10.0, 0.0, "warning"),    # >= 50 ms but under 20 % busy: not a bottleneck
+    (60.0, 10.0, 0.0, None),         # >= 50 ms but under 20 % busy: not a bottleneck
     (60.0, 20.0, 0.0, "critical"),   # the bottleneck band
     (25.0, 90.0, 0.0, None),         # <= 30 ms is normal whatever the busy
     (10.0, 30.0, 6.0, "warning"),    # %w >= 5: heavily loaded

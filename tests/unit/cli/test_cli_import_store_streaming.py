@@ -98,7 +98,9 @@ def test_a_bad_line_in_a_later_batch_leaves_the_store_as_it_was(
     assert sum(added) > 2_000  # most of the file had gone into the transaction ...
     with Store.open(db, read_only=True) as st:
         assert st.read().df.equals(before)  # ... which was rolled back
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["bad.txt", "s.duckdb"]
+    # No side file left; the live directory keeps the import's lock (issue 40).
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["bad.txt", "s.duckdb", "s.duckdb.live"]
+    assert [p.name for p in (tmp_path / "s.duckdb.live").iterdir()] == ["import.lock"]
 
 
 def test_a_bad_line_in_a_later_batch_creates_no_store(

@@ -1,5 +1,5 @@
 """statspack / awr: Oracle text reports of several releases built from the documented layouts and
-seed 003's numbers -- wait events and file I/O golden values, release differences (cs vs s,
+[Insight-SSD9]'s numbers -- wait events and file I/O golden values, release differences (cs vs s,
 unit-suffixed averages, 8i counts), refusals with file:line, --lenient, cut-off files that keep
 whole sections, several reports in one file, and sniffing."""
 
@@ -59,7 +59,7 @@ def line_no(path: Path, text: str, nth: int = 0) -> int:
 
 
 def avg_cs(row: dict[str, object]) -> float:
-    """Seed 003's figure: Time Waited (1/100 s) / Waits."""
+    """[Insight-SSD9]'s figure: Time Waited (1/100 s) / Waits."""
     time_s, waits = row["time_waited_s"], row["waits"]
     assert isinstance(time_s, float) and isinstance(waits, float)
     return time_s * 100 / waits
@@ -108,19 +108,19 @@ def test_statspack_8i_file_io_from_counts() -> None:
     assert any("no Reads/s column (8i)" in n for n in src.notes)
 
 
-def test_seed003_hdd_vs_ssd_average_wait_per_scattered_read() -> None:
-    """Seed 003's table: (A)/(B) = 0.74 cs on HDD vs 0.37 cs on SSD (1 GB cache)."""
+def test_insight_ssd9_hdd_vs_ssd_average_wait_per_scattered_read() -> None:
+    """[Insight-SSD9]'s table: (A)/(B) = 0.74 cs on HDD vs 0.37 cs on SSD (1 GB cache)."""
     _, hdd, _ = parse(SP8_HDD)
     _, ssd, _ = parse(SP8_SSD)
     assert round(avg_cs(wait(hdd, "wait events", SCATTERED)), 2) == 0.74
     assert round(avg_cs(wait(ssd, "wait events", SCATTERED)), 2) == 0.37
     # ... and with the 10.2 layout, whose seconds are printed whole (128 MB cache: 1.11 vs
-    # 0.25 cs in the seed), the ordering and the magnitude survive
+    # 0.25 cs in [Insight-SSD9]), the ordering and the magnitude survive
     _, hdd10, _ = parse(SP10_HDD)
     _, ssd10, _ = parse(SP10_SSD)
     assert round(avg_cs(wait(hdd10, "wait events", SCATTERED)), 2) == 1.12  # 224 s / 20,078
     assert round(avg_cs(wait(ssd10, "wait events", SCATTERED)), 2) == 0.24  # 49 s / 20,128
-    # the single-block reads suffer from the full scans on HDD (seed: "db file sequential
+    # the single-block reads suffer from the full scans on HDD ([Insight-SSD9]: "db file sequential
     # read" larger than "scattered" on the magnetic disk)
     seq = wait(hdd, "wait events", "db file sequential read")
     assert seq["avg_wait_ms"] == 538.0 and seq["time_waited_s"] == 224.32
@@ -265,7 +265,7 @@ def test_awr_19c_unit_suffixed_averages() -> None:
     f = dev(df, "/ssd/oradata/ORCL/user_data01.dbf")
     assert (f["r_iops"], f["r_await_ms"], f["r_areq_kB"], f["w_iops"]) == (
         335.0, 4.9, 121.6, 0.0)
-    # seed 003 (1 GB cache): scattered reads wait 7 ms on HDD (AWR 11g) vs 3.69 ms on SSD
+    # [Insight-SSD9] (1 GB cache): scattered reads wait 7 ms on HDD (AWR 11g) vs 3.69 ms on SSD
     _, hdd, _ = parse(AWR11_HDD)
     assert wait(hdd, "foreground wait events", SCATTERED)["avg_wait_ms"] == 7.0
 

@@ -19,8 +19,9 @@ import pytest
 
 from iogauge.errors import StoreError
 from iogauge.model.sampleframe import SampleFrame
-from iogauge.store import Store, duckdb_store
-from iogauge.store.duckdb_store import StoreImport
+from iogauge.store import Store
+from iogauge.store import bulk as bulk_module
+from iogauge.store.importing import StoreImport
 
 T0 = datetime(2024, 5, 1, 2, 10, 0, tzinfo=UTC)
 
@@ -66,7 +67,7 @@ def test_batch_by_batch_gives_exactly_the_rows_of_one_append(
         one.append(SampleFrame.concat(batches), replace=True)
         expected = one.read().df
     # Batches are also cut into slices of 7 rows inside add(): 24 statements, not 6.
-    monkeypatch.setattr(duckdb_store, "BULK_SLICE_ROWS", 7)
+    monkeypatch.setattr(bulk_module, "BULK_SLICE_ROWS", 7)
     with _seeded(tmp_path / "many.duckdb") as many:
         with many.bulk_append(replace=True) as bulk:
             added = [bulk.add(b) for b in batches]
@@ -236,7 +237,7 @@ def test_a_store_created_meanwhile_receives_the_rows(tmp_path: Path) -> None:
     assert sorted(p.name for p in tmp_path.iterdir()) == ["s.duckdb"]
 
 
-def test_an_existing_store_is_written_in_place(tmp_path: Path) -> None:
+def test_an_existing_store_gets_the_rows(tmp_path: Path) -> None:
     path = tmp_path / "s.duckdb"
     with _seeded(path):
         pass
@@ -283,7 +284,7 @@ def test_a_later_file_replaces_an_earlier_files_rows_with_the_same_key(
         for f in files:
             seq.append(SampleFrame.concat(f), replace=True)
         expected = seq.read().df.sort(["host", "device", "ts", "r_iops"])
-    monkeypatch.setattr(duckdb_store, "BULK_SLICE_ROWS", 7)
+    monkeypatch.setattr(bulk_module, "BULK_SLICE_ROWS", 7)
     with _seeded(tmp_path / "one.duckdb") as one:
         with one.bulk_append(replace=True) as bulk:
             for f in files:

@@ -49,6 +49,7 @@ import numpy.typing as npt
 import polars as pl
 
 from iogauge.analysis.context import PART_KINDS, AnalysisContext, DeviceContext
+from iogauge.analysis.latency_standard import WINDOWS_FIGURES, ExpectationKind
 from iogauge.analysis.summary import IDLE_IOPS
 from iogauge.analysis.types import Evidence, Finding, Severity
 from iogauge.analysis.windows import window_label
@@ -145,15 +146,8 @@ def level_expr(critical: pl.Expr | None = None, warning: pl.Expr | None = None,
 # response-time expectations per window (shared by response_time_target / solaris_service_time)
 # ------------------------------------------------------------------------------------------
 #: Windows guidance ([MS-Azure-JP], quoting Microsoft TechNet Magazine "Measuring Server
-#: Performance", https://docs.microsoft.com/ja-jp/previous-versions/technet-magazine/
-#: cc718984(v=msdn.10)): response times should stay within 25 ms in general.
-WINDOWS_GUIDANCE_MS = 25.0
-WINDOWS_GUIDANCE_SRC = ("Windows guidance: Avg. Disk sec/Read|Write <= 25 ms ([MS-Azure-JP] "
-                        "§5.3, Microsoft TechNet Magazine 'Measuring Server Performance', "
-                        "https://docs.microsoft.com/ja-jp/previous-versions/technet-magazine/"
-                        "cc718984(v=msdn.10))")
-#: Kinds whose statistics come from Windows Performance Monitor ([MS-Azure-JP]'s counters).
-WINDOWS_KINDS = frozenset({"logical_disk", "physical_disk"})
+#: Performance"): response times should stay within 25 ms in general.
+WINDOWS_GUIDANCE_MS = WINDOWS_FIGURES.read_ms
 
 
 def window_local_time(windows: pl.DataFrame, ctx: AnalysisContext) -> pl.Expr:
@@ -168,11 +162,10 @@ def window_local_time(windows: pl.DataFrame, ctx: AnalysisContext) -> pl.Expr:
     return mid.dt.convert_time_zone(ctx.tz.key).dt.time()
 
 
-def latency_target_exprs(ctx: AnalysisContext,
-                         dev: DeviceContext) -> tuple[pl.Expr, pl.Expr, pl.Expr]:
-    """Expressions over ``dev.windows`` giving ``target_ms``, ``target_kind`` and
-    ``target_src`` (see :func:`latency_targets`), to be evaluated in the rule's own
-    ``with_columns`` chain."""
+def latency_target_exprs(ctx: AnalysisContext, dev: DeviceContext) -> tuple[pl.Expr, ...]:
+    """Expressions over ``dev.windows`` giving ``target_ms`` (any I/O), ``target_r_ms``,
+    ``target_w_ms`` (reads, writes), ``target_kind`` and ``target_src`` (see
+    :func:`latency_targets`), to be evaluated in the rule's own ``with_columns`` chain."""
     w = dev.windows
     ms: Any = None
     kind: Any = None
@@ -190,63 +183,70 @@ def latency_target_exprs(ctx: AnalysisContext,
         ms = chain_ms.when(cover).then(pl.lit(t.ms))
         kind = chain_kind.when(cover).then(pl.lit("user"))
         src = chain_src.when(cover).then(pl.lit(text))
-    default_ms: float | None = None
-    default_kind: str | None = None
-    default_src: str | None = None
-    cap = dev.capability
-    if cap is not None and cap.latency_ms_design is not None:
-        default_ms, default_kind = cap.latency_ms_design, "design"
-        default_src = (f"design latency of '{cap.title}' ({cap.profile}): < "
-                       f"{fmt_ms(cap.latency_ms_design)} (capability catalog; seed 002: "
-                       "Azure Premium SSD is designed for < 10 ms)")
-    elif dev.kind in WINDOWS_KINDS or dev.source == "perfmon":
-        default_ms, default_kind, default_src = (WINDOWS_GUIDANCE_MS, "windows",
-                                                 WINDOWS_GUIDANCE_SRC)
-    lit_ms = pl.lit(default_ms, dtype=pl.Float64)
-    lit_kind = pl.lit(default_kind, dtype=pl.String)
-    lit_src = pl.lit(default_src, dtype=pl.String)
+    d_any, d_r, d_w, d_kind, d_src = _default_target(dev)
+    lits = [pl.lit(v, dtype=pl.Float64) for v in (d_any, d_r, d_w)]
+    lit_kind = pl.lit(d_kind, dtype=pl.String)
+    lit_src = pl.lit(d_src, dtype=pl.String)
     if ms is None:
-        exprs = (lit_ms, lit_kind, lit_src)
+        values = [*lits, lit_kind, lit_src]
     else:
-        exprs = (ms.otherwise(lit_ms), kind.otherwise(lit_kind), src.otherwise(lit_src))
-    return (exprs[0].cast(pl.Float64).alias("target_ms"),
-            exprs[1].cast(pl.String).alias("target_kind"),
-            exprs[2].cast(pl.String).alias("target_src"))
+        # a user target covers reads and writes alike
+        values = [ms.otherwise(x) for x in lits] + [kind.otherwise(lit_kind),
+                                                    src.otherwise(lit_src)]
+    names = ("target_ms", "target_r_ms", "target_w_ms", "target_kind", "target_src")
+    types = (pl.Float64, pl.Float64, pl.Float64, pl.String, pl.String)
+    return tuple(v.cast(t).alias(n) for v, t, n in zip(values, types, names, strict=True))
+
+
+#: ``target_kind`` of each expectation kind (the words findings quote).
+_TARGET_KIND = {ExpectationKind.PROVIDER: "design", ExpectationKind.WINDOWS: "windows",
+                ExpectationKind.CLASS: "expected"}
+
+
+def _default_target(dev: DeviceContext) -> tuple[float | None, float | None, float | None,
+                                                  str | None, str | None]:
+    """The device's own expectation as a target, unless [Goodus]'s busy bands judge it."""
+    exp = dev.expectation
+    if exp is None or exp.uses_busy_bands:
+        return None, None, None, None, None
+    src = f"{exp.phrase()}: {exp.decided_by} ({exp.source})"
+    return exp.any_ms, exp.read_ms, exp.write_ms, _TARGET_KIND[exp.kind], src
 
 
 def may_have_target(ctx: AnalysisContext, dev: DeviceContext) -> bool:
     """Whether any window of ``dev`` can have an explicit response-time expectation (a user
-    target matching it, a design latency, or Windows data): a cheap test before
-    :func:`latency_target_exprs`."""
-    return bool(ctx.target_for(dev.key)) or (
-        dev.capability is not None and dev.capability.latency_ms_design is not None) or (
-        dev.kind in WINDOWS_KINDS or dev.source == "perfmon")
+    target matching it, or an expectation not judged by [Goodus]'s busy bands): a cheap
+    test before :func:`latency_target_exprs`."""
+    exp = dev.expectation
+    return bool(ctx.target_for(dev.key)) or (exp is not None and not exp.uses_busy_bands)
 
 
 def latency_targets(ctx: AnalysisContext, dev: DeviceContext) -> pl.DataFrame:
     """The response-time expectation of every window of ``dev``, most specific first.
 
-    Returns a frame aligned with ``dev.windows`` with ``target_ms`` (Float64; null = no
-    explicit expectation for that window), ``target_kind`` (``user``, ``design``,
-    ``windows`` or null) and ``target_src`` (text cited in findings):
+    Returns a frame aligned with ``dev.windows`` with ``target_ms``, ``target_r_ms``,
+    ``target_w_ms`` (Float64; null = no target for that window), ``target_kind`` (``user``,
+    ``design``, ``windows``, ``expected`` or null) and ``target_src`` (text cited in
+    findings):
 
     1. ``user``: the first ``--target`` matching the device whose daily window covers the
-       window's midpoint (``LatencyTarget.covers``; seed 002: "a nightly backup reaching
-       100 ms can be acceptable" - expectations depend on the system's requirements);
-    2. ``design``: the matched capability profile's ``latency_ms_design`` (Azure Premium
-       SSD is designed for < 10 ms, seed 002);
-    3. ``windows``: the Windows 25 ms guidance for LogicalDisk/PhysicalDisk data (seed 002).
+       window's midpoint (``LatencyTarget.covers``; [MS-Azure-JP]: "a nightly backup
+       reaching 100 ms can be acceptable" - expectations depend on the system's needs);
+    2. the device's expectation from ``latency_standard``: a profile's design latency
+       (``design``), the Windows 25 ms guidance (``windows``) or its latency class
+       (``expected``).
 
-    Windows with no expectation (null) are judged by ``solaris_service_time`` with seed
-    001's rule of thumb instead, so each window's response time is judged by one rule.
+    Windows with no target (null: spindles, and devices nothing is known of) are judged by
+    ``solaris_service_time`` with [Goodus]'s bands, the same standard's figures read with
+    %busy, so each window's response time is judged by one rule.
     """
     w = dev.windows
+    names = ("target_ms", "target_r_ms", "target_w_ms", "target_kind", "target_src")
     if w.height == 0:
-        return pl.DataFrame(schema={"target_ms": pl.Float64, "target_kind": pl.String,
-                                    "target_src": pl.String})
+        return pl.DataFrame(schema={n: pl.String if n in ("target_kind", "target_src")
+                                    else pl.Float64 for n in names})
     # with_columns broadcasts literals to the frame's height (select would give one row).
-    return w.with_columns(*latency_target_exprs(ctx, dev)).select(
-        "target_ms", "target_kind", "target_src")
+    return w.with_columns(*latency_target_exprs(ctx, dev)).select(*names)
 
 
 # ------------------------------------------------------------------------------------------

@@ -61,9 +61,10 @@ from iogauge.analysis.rules._common import (
     span_finding,
     subject,
 )
-from iogauge.analysis.types import Evidence, Finding, Severity
+from iogauge.analysis.types import Claim, Evidence, Finding, RuleRole, Severity
 
 RULE_ID = "busy_not_bottleneck"
+ROLE = RuleRole.BUSY
 DESCRIPTION = ("High %util read with the host CPU: 0 % iowait and high %user = busy, not the "
                "bottleneck; high %iowait with low %user = the disk is the bottleneck "
                "(seed 003 §5.4).")
@@ -177,9 +178,9 @@ def _bottleneck(dev: DeviceContext, run: Run, found: Matches, capacity: bool) ->
         source=SOURCE, severity=severity)
 
 
-#: Words every "busy, not the bottleneck" title carries: the engine's verdict looks for them
-#: (the rule's other info finding, "CPU data absent", must not set that verdict).
-NOT_BOTTLENECK = "busy, not the bottleneck"
+#: Words every "busy, not the bottleneck" title carries (the verdict reads the finding's
+#: ``claim``, ``Claim.NOT_BOTTLENECK``, not these words).
+NOT_BOTTLENECK = Claim.NOT_BOTTLENECK.value
 
 
 def _not_bottleneck(dev: DeviceContext, run: Run, found: Matches) -> Finding:
@@ -192,7 +193,7 @@ def _not_bottleneck(dev: DeviceContext, run: Run, found: Matches) -> Finding:
                 Evidence("cpu_user_nice_pct", user, "%", USER_HIGH_PCT, ">=",
                          "%user + %nice, window mean")]
     evidence += [e for e in _cpu_evidence(run) if e.metric != "cpu_iowait_pct"]
-    return run_finding(
+    return _claims_not_bottleneck(run_finding(
         RULE_ID, dev, run, found,
         title=(f"{dev.key} {NOT_BOTTLENECK}: {fmt_pct(util)} util with CPU "
                f"{fmt_pct(user)} user and {fmt_pct(iowait)} iowait"),
@@ -204,7 +205,12 @@ def _not_bottleneck(dev: DeviceContext, run: Run, found: Matches) -> Finding:
                      "%user nor SQL response (the database buffer cache absorbed the reads)."),
         suggestion=("A faster disk will not speed this up; reduce CPU work instead (logical "
                     "I/O: indexes, SQL, caching). Watch this device again if %iowait rises."),
-        source=SOURCE, severity="info")
+        source=SOURCE, severity="info"))
+
+
+def _claims_not_bottleneck(f: Finding) -> Finding:
+    f.claim = Claim.NOT_BOTTLENECK
+    return f
 
 
 def _no_cpu(ctx: AnalysisContext, dev: DeviceContext, busy: pl.Expr) -> list[Finding]:
@@ -266,7 +272,7 @@ def _psi_finding(dev: DeviceContext, run: Run, found: Matches, *, stalled: bool)
                          + "share of the window all non-idle tasks stalled on I/O")]
     evidence += _cpu_evidence(run)
     if not stalled:
-        return run_finding(
+        return _claims_not_bottleneck(run_finding(
             RULE_ID, dev, run, found,
             title=(f"{dev.key} {NOT_BOTTLENECK}: {fmt_pct(util)} util, but tasks stalled on "
                    f"I/O {fmt_pct(some)} of the time"),
@@ -280,7 +286,7 @@ def _psi_finding(dev: DeviceContext, run: Run, found: Matches, *, stalled: bool)
             suggestion=("A faster disk will not speed this up; look at what the tasks wait "
                         "for instead (CPU, locks, the network). Watch the stall share if the "
                         "load grows."),
-            source=PSI_SOURCE, severity="info")
+            source=PSI_SOURCE, severity="info"))
     severity: Severity = "critical" if run.level >= 2 else "warning"
     return run_finding(
         RULE_ID, dev, run, found,

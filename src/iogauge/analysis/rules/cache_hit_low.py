@@ -48,9 +48,10 @@ from iogauge.analysis.rules._common import (
     run_finding,
     subject,
 )
-from iogauge.analysis.types import Evidence, Finding
+from iogauge.analysis.types import Evidence, Finding, RuleRole
 
 RULE_ID = "cache_hit_low"
+ROLE = RuleRole.ADVICE
 DESCRIPTION = ("Controller cache hit ratio (RMF) below 80 % (critical below 50 %) for a "
                "read-heavy random workload: read misses go to the rank's disks (seed 000 "
                "§5.1 step 2).")

@@ -49,9 +49,10 @@ from iogauge.analysis.rules._common import (
     span_finding,
     subject,
 )
-from iogauge.analysis.types import Attributes, Capability, Evidence, Finding, Severity
+from iogauge.analysis.types import Attributes, Capability, Evidence, Finding, RuleRole, Severity
 
 RULE_ID = "capability_exceeded"
+ROLE = RuleRole.LOAD
 DESCRIPTION = ("Peak load against the catalog capability for the workload's mix: >= 80 % "
                "near (warning), >= 100 % beyond (critical) (seed 000 §5.1 step 3, seed 004 "
                "knee 80-95 %).")

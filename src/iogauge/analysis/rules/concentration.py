@@ -57,10 +57,11 @@ from iogauge.analysis.rules._common import (
     subject,
     whole_span,
 )
-from iogauge.analysis.types import Evidence, Finding
+from iogauge.analysis.types import Evidence, Finding, RuleRole
 from iogauge.model.device import DeviceInfo
 
 RULE_ID = "concentration"
+ROLE = RuleRole.LOAD
 DESCRIPTION = ("Several volumes/partitions/dm devices on one rank or disk with a high combined "
                "load (seed 000 §5.1: volumes of one rank interfere; 70 % of the rank's "
                "capability for the mix, or 80 % busy on one-at-a-time disks, seed 004).")

@@ -26,9 +26,10 @@ from datetime import datetime
 
 from iogauge.analysis.context import AnalysisContext
 from iogauge.analysis.rules._common import fmt_num, span_finding
-from iogauge.analysis.types import Evidence, Finding, Severity
+from iogauge.analysis.types import Evidence, Finding, RuleRole, Severity
 
 RULE_ID = "interval_too_coarse"
+ROLE = RuleRole.CONTEXT
 DESCRIPTION = ("Sampling interval longer than 5 min (info) or 30 min (warning): peaks are "
                "averaged away; collect at <= 5 min, 1 min when investigating (seed 000).")
 

@@ -1,6 +1,6 @@
 """Oracle I/O wait averages against what the storage should give.
 
-Seed 003 (DESIGN §5.4) reads Statspack wait events next to ``iostat``: the average wait per
+[Insight-SSD9] reads Statspack wait events next to ``iostat``: the average wait per
 event (Time Waited / Waits) is what the database saw of the device. On its hard disk a
 ``db file scattered read`` (multi-block, full scans) averaged 0.74 / 1.11 cs (7.4 / 11.1 ms)
 against 0.37 / 0.25 cs on SSD, and the full scans made single-block ``db file sequential
@@ -21,7 +21,7 @@ kind of event:
   Enterprise Manager's I/O guidance, "most systems are performing satisfactorily if
   latency [of synchronous single block reads] is fewer than 10 milliseconds" (EM 11g
   online help, Performance: I/O, Latency for Synchronous Single Block Reads), which is also
-  seed 002's guidance for demanding SQL Server (<= 10 ms);
+  [MS-Azure-JP]'s guidance for demanding SQL Server (<= 10 ms);
 * multi-block reads (``db file scattered read``, ``direct path read``, ``direct path read
   temp``, ``cell multiblock physical read``): E = single-block E + the transfer of 1 MB
   (Oracle Database Reference, DB_FILE_MULTIBLOCK_READ_COUNT: the default corresponds to
@@ -31,12 +31,16 @@ kind of event:
 
 An average above :data:`WARN_FACTOR` x E (2x: well outside normal variation) is a
 **warning**, above :data:`CRITICAL_FACTOR` x E (5x; generic: 50 ms for single-block reads,
-seed 001's "svc_t >= 50 ms = bottleneck") **critical**. Intervals with fewer than
+[Goodus] §3.4's "svc_t >= 50 ms = bottleneck") **critical**. Intervals with fewer than
 :data:`MIN_WAITS` waits of the event are not judged (a mean of a handful of waits says
 little). When multi-block reads take at least :data:`SCAN_TIME_SHARE_PCT` (25 %) of the
 read wait time and the single-block average is flagged, the finding says that heavy full
-scans slow the single-block reads (seed 003, quoting insight-tec's wait-event series: "full
+scans slow the single-block reads ([Insight-SSD9], quoting insight-tec's wait-event series: "full
 scans causing a disk I/O bottleneck often make single-block index access slow").
+
+Where the report has AWR's IOStat by Filetype summary (11.2+), a finding on single-block
+(multi-block) reads also gives the data files' small (large) read service time the
+database's I/O layer measured: the same slowness seen without the wait's CPU and queues.
 
 Waits are not device statistics: findings are host-wide (``device`` None), at most
 :data:`~iogauge.analysis.rules._common.MAX_FINDINGS_PER_DEVICE` per database instance (the
@@ -49,7 +53,7 @@ from dataclasses import dataclass
 
 import polars as pl
 
-from iogauge.analysis.context import AnalysisContext
+from iogauge.analysis.context import AnalysisContext, DeviceContext
 from iogauge.analysis.rules._common import (
     MAX_FINDINGS_PER_DEVICE,
     Matches,
@@ -59,12 +63,13 @@ from iogauge.analysis.rules._common import (
     level_expr,
     matched_evidence,
 )
-from iogauge.analysis.types import Evidence, Finding, Severity
+from iogauge.analysis.types import Evidence, Finding, RuleRole, Severity
 
 RULE_ID = "oracle_waits"
+ROLE = RuleRole.LOAD
 DESCRIPTION = ("Oracle I/O wait averages (Statspack/AWR) above 2x (warning) / 5x (critical) "
                "what the device should give: its typical latency, else 10 ms single-block "
-               "(Oracle EM guidance) and 20 ms multi-block (seed 003 §5.4).")
+               "(Oracle EM guidance) and 20 ms multi-block ([Insight-SSD9]).")
 
 SINGLE_EVENTS = ("db file sequential read", "cell single block physical read")
 MULTI_EVENTS = ("db file scattered read", "direct path read", "direct path read temp",
@@ -79,6 +84,8 @@ MIN_WAITS = 20.0
 SCAN_TIME_SHARE_PCT = 25.0
 #: the section of the Wait Event Histogram's rows (shares of waits by time bucket)
 HIST_SECTION = "wait event histogram"
+#: the section of IOStat by Filetype's rows (``Data File small read`` ... : service times)
+FILETYPE_SECTION = "iostat by filetype"
 #: Section preference when one report lists an event more than once (lower first).
 SECTION_RANK: dict[str, int] = {"wait events": 0, "foreground wait events": 0,
                                 "background wait events": 1, "top timed events": 2}
@@ -100,8 +107,9 @@ def event_averages(waits: pl.DataFrame) -> pl.DataFrame:
     the more precise of the two (see the rounding note in the code). ``kind`` is
     ``single``, ``multi``, ``redo`` or null (not an I/O event this rule judges).
     """
-    hist = _histogram(waits)
-    waits = waits.filter(pl.col("section").str.to_lowercase() != HIST_SECTION)
+    hist, filetype = _histogram(waits), _filetype(waits)
+    waits = waits.filter(~pl.col("section").str.to_lowercase().is_in(
+        [HIST_SECTION, FILETYPE_SECTION]))
     df = waits.with_columns(
         _rank=pl.col("section").str.to_lowercase()
         .replace_strict(SECTION_RANK, default=9, return_dtype=pl.Int64),
@@ -131,6 +139,7 @@ def event_averages(waits: pl.DataFrame) -> pl.DataFrame:
             .select(*_KEYS, "ts", "interval_s", "section", "event", "kind", "waits",
                     "time_waited_s", "avg_ms")
             .join(hist, on=[*_KEYS, "ts", "event"], how="left", nulls_equal=True)
+            .join(filetype, on=[*_KEYS, "ts"], how="left", nulls_equal=True)
             .sort([*_KEYS, "ts", "event"], nulls_last=True))
 
 
@@ -141,6 +150,31 @@ def _histogram(waits: pl.DataFrame) -> pl.DataFrame:
             .select(*_KEYS, "ts", pl.col("event").str.strip_chars(),
                     hist_ge_32ms_pct="waits_ge_32ms_pct", hist_ge_1s_pct="waits_ge_1s_pct")
             .unique(subset=[*_KEYS, "ts", "event"], keep="first"))
+
+
+def _filetype(waits: pl.DataFrame) -> pl.DataFrame:
+    """AWR's IOStat by Filetype per (instance, interval): the data files' small and large
+    read service times (ms), as the database's I/O layer timed them."""
+    ft = waits.filter(pl.col("section").str.to_lowercase() == FILETYPE_SECTION)
+    keys = [*_KEYS, "ts"]
+    small = ft.filter(pl.col("event") == "Data File small read").select(
+        *keys, datafile_small_read_ms="avg_wait_ms").unique(subset=keys, keep="first")
+    large = ft.filter(pl.col("event") == "Data File large read").select(
+        *keys, datafile_large_read_ms="avg_wait_ms").unique(subset=keys, keep="first")
+    return small.join(large, on=keys, how="full", coalesce=True, nulls_equal=True)
+
+
+def _filetype_evidence(kind: str, worst: dict[str, object]) -> tuple[list[Evidence], str]:
+    """IOStat by Filetype's data file read time for the size of this event's reads, as
+    evidence and a sentence (none for redo, or when the report has no such table)."""
+    size = {"single": "small", "multi": "large"}.get(kind)
+    value = worst.get(f"datafile_{size}_read_ms") if size else None
+    if not isinstance(value, (int, float)):
+        return [], ""
+    ms = float(value)
+    note = f"IOStat by Filetype: Data File {size} reads took {fmt_ms(ms)} on average"
+    return ([Evidence(f"datafile_{size}_read_ms", ms, "ms", note=note)],
+            f" {note} -- the database's own I/O timing, without its CPU and queues.")
 
 
 @dataclass(frozen=True)
@@ -174,10 +208,16 @@ def expectation(ctx: AnalysisContext, host: str) -> Expectation:
         return Expectation(GENERIC_SINGLE_MS, GENERIC_MULTI_MS,
                            "generic: no device capability in this analysis (Oracle EM "
                            "< 10 ms single-block; 10 ms + 1 MB at ~100 MB/s multi-block)")
+    return expectation_of(same, note)
+
+
+def expectation_of(devices: list[DeviceContext], note: str = "") -> Expectation:
+    """Expected averages from these devices' capabilities (the slowest of them: the data
+    may be on any)."""
     single = 0.0
     multi = 0.0
     names = []
-    for d in same:
+    for d in devices:
         cap = d.capability
         if cap is None or cap.latency_ms_typical is None:  # pragma: no cover - filtered above
             continue
@@ -284,18 +324,20 @@ def _finding(event: str, kind: str, e: float, exp: Expectation, run: Run, found:
         evidence.append(Evidence("waits_ge_32ms_pct", float(slow), "%",
                                  note=f"Wait Event Histogram: {mid:.1f} % in 32 ms-1 s, "
                                       f"{float(very or 0.0):.1f} % >= 1 s"))
+    ft_evidence, ft_text = _filetype_evidence(kind, worst)
+    evidence += ft_evidence
     evidence.append(Evidence("host", host, "", note=f"report section: {worst['section']}"))
     evidence.append(matched_evidence(found, run))
     explanation = (f"The database waited {fmt_ms(avg)} per '{event}' on average, "
                    f"{avg / e:.1f}x what the storage should give for {what} ({exp.basis}).")
-    explanation += spread
+    explanation += spread + ft_text
     if kind == "single":
         explanation += (" Single-block reads are random (index and rowid access): each "
                         "should cost about one random read of the device.")
     if full_scans:
         explanation += (f" Multi-block reads (full scans) took {scan:.0f} % of the read wait "
                         "time: they keep the device busy and single-block reads queue "
-                        "behind them (seed 003: 538 ms per single-block read on the busy "
+                        "behind them ([Insight-SSD9]: 538 ms per single-block read on the busy "
                         "hard disk, 60 ms on SSD).")
     if kind == "redo":
         explanation += " Redo writes set commit latency (log file sync waits for them)."
@@ -306,7 +348,7 @@ def _finding(event: str, kind: str, e: float, exp: Expectation, run: Run, found:
                   "backups) and reduce physical reads (buffer cache, indexes).",
         "multi": "Check the device's sequential throughput and load in the interval; reduce "
                  "full scans (indexes, partition pruning) or move the scanned segments to "
-                 "faster storage (seed 003: SSD halved the scattered-read wait).",
+                 "faster storage ([Insight-SSD9]: SSD halved the scattered-read wait).",
         "redo": "Put the online redo logs on the fastest, least shared device (write "
                 "cache, SSD), away from data files; check commit frequency.",
     }[kind]

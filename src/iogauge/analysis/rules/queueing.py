@@ -51,6 +51,7 @@ from __future__ import annotations
 import polars as pl
 
 from iogauge.analysis.context import AnalysisContext, DeviceContext
+from iogauge.analysis.latency_standard import UNLOADED_UTIL_PCT
 from iogauge.analysis.rules._common import (
     ACTIVE_IOPS,
     Matches,
@@ -67,10 +68,11 @@ from iogauge.analysis.rules._common import (
     level_expr,
     run_finding,
 )
-from iogauge.analysis.types import Evidence, Finding
+from iogauge.analysis.types import Evidence, Finding, RuleRole
 from iogauge.analysis.windows import window_label
 
 RULE_ID = "queueing"
+ROLE = RuleRole.LOAD
 DESCRIPTION = ("Response time much longer than service time (ratio >= 3 warning, >= 10 "
                "critical, wait >= 5 ms): host-side queueing (driver/OS queue, queue depth) "
                "vs a slow or overloaded device (seed 001, seed 004, M/M/1).")
@@ -172,7 +174,8 @@ def _check_device(ctx: AnalysisContext, dev: DeviceContext) -> list[Finding]:
                & (pl.col("_host").fill_null(0.0) < pl.col("_service")))
     wt = (w.lazy().with_columns(_await=await_expr(w), _iops=iops_expr(w))
           .with_columns(_service=service, _host=host, _busy_per_op=busy_per_op,
-                        _rho=(c(w, "util_pct") / 100.0).clip(upper_bound=RHO_CAP))
+                        _rho=(c(w, "util_pct") / 100.0).clip(upper_bound=RHO_CAP),
+                        _loaded=~(c(w, "util_pct") < UNLOADED_UTIL_PCT).fill_null(value=False))
           .with_columns(_q=pl.when(active & (pl.col("_service") > 0))
                         .then(pl.col("_await") / pl.col("_service")), _dq=dq)
           .with_columns(_level=level_expr(critical=crit, warning=warn),
@@ -227,6 +230,11 @@ def _finding(ctx: AnalysisContext, dev: DeviceContext, run: Run, found: Matches,
         evidence.append(Evidence("queue_depth", float(dev.info.queue_depth or 0), "requests",
                                  note="device queue depth (sysfs device/queue_depth)"))
     severity = run.severity
+    # Below UNLOADED_UTIL_PCT busy a queue is bursts or a host-side limit, not load: where
+    # the time goes, as context; latency_without_load judges the response time there.
+    unloaded = not bool(run.part["_loaded"].any())
+    if unloaded:
+        severity = "info"
     if method == _SPLIT:
         title = (f"Host-side queueing: requests wait {fmt_ms(host)} in the driver queue, "
                  f"{fmt_ratio(host / service if service else None)} their "
@@ -275,6 +283,9 @@ def _finding(ctx: AnalysisContext, dev: DeviceContext, run: Run, found: Matches,
         suggestion = ("Smooth bursts (spread checkpoints/flushes, limit the submitter's queue "
                       "depth), check the host's queue limits (queue_depth, nr_requests), and "
                       "if the device is simply busy, reduce or spread the load.")
+    if unloaded:
+        explanation += (f" The device was busy under {UNLOADED_UTIL_PCT:.0f} % of the time "
+                        "in these windows: the queue does not come from a lack of capacity.")
     return run_finding(RULE_ID, dev, run, found, severity=severity, title=title,
                        evidence=evidence, explanation=explanation, suggestion=suggestion,
                        source=SOURCE)

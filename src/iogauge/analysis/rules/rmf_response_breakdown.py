@@ -54,9 +54,10 @@ from iogauge.analysis.rules._common import (
     run_finding,
     subject,
 )
-from iogauge.analysis.types import Evidence, Finding, Severity
+from iogauge.analysis.types import Evidence, Finding, RuleRole, Severity
 
 RULE_ID = "rmf_response_breakdown"
+ROLE = RuleRole.LOAD
 DESCRIPTION = ("RMF volume response time explained by its IOSQ/PEND/DISC/CONN components "
                "(seed 000 §5.1 step 1; IBM z/OS RMF Report Analysis, Direct Access Device "
                "Activity); thresholds between seed 000's before/after values.")

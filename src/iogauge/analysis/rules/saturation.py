@@ -75,10 +75,11 @@ from iogauge.analysis.rules._common import (
     level_expr,
     run_finding,
 )
-from iogauge.analysis.types import Evidence, Finding
+from iogauge.analysis.types import Evidence, Finding, RuleRole
 from iogauge.analysis.windows import window_label
 
 RULE_ID = "saturation"
+ROLE = RuleRole.LOAD
 DESCRIPTION = ("Saturation and drop-off: %util >= 95 % with throughput flat while latency "
                "climbs (one-at-a-time devices; above the knee = near saturation), or latency "
                "climbing with flat throughput on parallel devices (seeds 001, 004).")

@@ -57,10 +57,11 @@ from iogauge.analysis.rules._common import (
     level_expr,
     run_finding,
 )
-from iogauge.analysis.types import Evidence, Finding
+from iogauge.analysis.types import Evidence, Finding, RuleRole
 from iogauge.analysis.windows import window_label
 
 RULE_ID = "small_sequential_io"
+ROLE = RuleRole.ADVICE
 DESCRIPTION = ("Sequential work in small requests (< 64 kB at >= 100 IO/s, >= 50 % "
                "sequential): read-ahead / write-behind would merge them (seed 001 maxcontig); "
                "harmful for small random files.")

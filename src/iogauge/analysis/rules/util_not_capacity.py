@@ -39,9 +39,10 @@ from iogauge.analysis.rules._common import (
     span_finding,
     whole_span,
 )
-from iogauge.analysis.types import Evidence, Finding
+from iogauge.analysis.types import Evidence, Finding, RuleRole
 
 RULE_ID = "util_not_capacity"
+ROLE = RuleRole.CONTEXT
 DESCRIPTION = ("Says what the data cannot support: %util >= 80 % on devices that serve "
                "requests in parallel (or unknown) is not saturation; devices without "
                "response times cannot be judged by the latency rules.")

@@ -21,7 +21,10 @@ Sections read (all others are skipped):
   ``Background Wait Events`` (AWR 11g+, Statspack 11g+);
 * ``File IO Stats`` (``File IO Statistics`` in 8i) and ``Tablespace IO Stats``
   (``Tablespace IO Summary`` in 8i);
-* ``Wait Event Histogram`` and ``Operating System Statistics`` (``OS Statistics``).
+* ``Wait Event Histogram`` and ``Operating System Statistics`` (``OS Statistics``);
+* ``IOStat by Filetype summary`` (AWR 11.2+: small and large read times, :mod:`.filetype`).
+
+AWR HTML reports are read by :mod:`.html`, RAC global ones (``awrgrpt.sql``) by :mod:`.rac`.
 
 A table ends at its footer rule, a blank line after a record, or the next title -- a section
 title, a known block title (``Host CPU``, ``Instance CPU``, ... : AWR 11.2 prints Host CPU

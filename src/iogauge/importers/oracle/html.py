@@ -13,7 +13,8 @@ text from 10.2 to 19c for the tables read here), and mapped to the section the t
 prints under its title: the same headings (``Total Wait Time (s)``, ``Av Rd(ms)``, ...)
 read by the same :class:`~iogauge.importers.oracle.rows._Ctx`, so the text and the HTML of a
 report give identical rows. Header tables give the names, the snapshot times and the block
-size as in the text. A table whose summary is not one of these is skipped.
+size as in the text. A table whose summary is not one of these is skipped. A RAC global
+report (``<title>AWR RAC Report for DB:``) is read by :mod:`.rac`: a row per instance.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ import polars as pl
 
 from iogauge.importers.base import Source
 from iogauge.importers.io import decode
+from iogauge.importers.oracle.filetype import filetype_rows
 from iogauge.importers.oracle.grammar import (
     _FILE_SCHEMA,
     _FILE_TEXT,
@@ -43,14 +45,13 @@ from iogauge.importers.oracle.grammar import (
 )
 from iogauge.importers.oracle.histogram import hist_row, lower_bounds
 from iogauge.importers.oracle.osstat import CPU_SCHEMA, cpu_pcts, os_values
+from iogauge.importers.oracle.rac import RAC_TITLE_RE, rac_waits
 from iogauge.importers.oracle.rows import _Ctx
 from iogauge.model.sampleframe import SampleFrame
 from iogauge.model.waitevents import WAIT_SCHEMA, WaitEventFrame
 
 #: ``<title>AWR Report for DB: ORCL, Inst: orcl, Snaps: 21-22</title>`` (single instance)
 TITLE_RE = re.compile(r"<title>\s*AWR Report for DB:", re.IGNORECASE)
-#: the RAC global report (``awrgrpt.sql``): one row per instance, another layout
-RAC_TITLE_RE = re.compile(r"<title>\s*AWR RAC Report for DB:", re.IGNORECASE)
 
 #: summary (lower case, start) -> (kind, section) of the tables read; the sections are the
 #: text report's titles (lower case), as the wait rule ranks them
@@ -65,6 +66,7 @@ _SECTIONS: tuple[tuple[str, str, str], ...] = (
     ("this table displays io statistics for different files", "file", ""),
     ("this table displays operating systems statistics", "os", ""),
     ("this table displays wait event histogram", "hist", "wait event histogram"),
+    ("this table displays io statistics for different file types", "filetype", ""),
 )
 
 
@@ -186,34 +188,65 @@ def _table(t: _HtmlTable, kind: str, source: Source) -> _Table:
     return table
 
 
+def _context(rep: _Report, source: Source, fmt: str) -> _Ctx | str:
+    """The row reader for one report's (or RAC instance's) window, or why it has none."""
+    window = report_window(rep, source.tz)
+    if isinstance(window, str):
+        return window
+    ts, interval_s = window
+    return _Ctx(source=source, fmt=fmt, ts=ts, interval_s=interval_s,
+                host=rep.host or source.host or Path(source.path).stem, rep=rep)
+
+
+def _add_waits(source: Source, rows: list[dict[str, object]]) -> None:
+    if rows:
+        source.waits.append(WaitEventFrame(pl.DataFrame(
+            [{c: row.get(c) for c in WAIT_SCHEMA} for row in rows], schema=WAIT_SCHEMA)))
+
+
 def parse_html(data: bytes, source: Source, *, fmt: str) -> SampleFrame:
     """The rows of an AWR HTML report; its wait events go to ``source.waits``."""
     text = decode(data)
-    if RAC_TITLE_RE.search(text[:4096]):
-        source.bad_line(None, "an AWR RAC global report (awrgrpt.sql): its tables hold one "
-                        "row per instance, a layout iogauge does not read yet; import the "
-                        "instances' own AWR reports (awrrpt.sql / awrrpti.sql)")
-        return SampleFrame.empty()
     parser = _Tables()
     parser.feed(text)
     parser.close()
+    if source.tz is None:
+        source.note(NO_ZONE_NOTE)
+    rac = RAC_TITLE_RE.search(text[:4096])
+    if rac:
+        _add_waits(source, rac_waits(parser.tables, source, rac.group(1),
+                                     lambda rep: _context(rep, source, fmt)))
+        return SampleFrame.empty()
     try:
         rep = _header(parser.tables)
     except _BadLine as exc:
         source.bad_line(exc.line_no, exc.reason)
         return SampleFrame.empty()
-    window = report_window(rep, source.tz)
-    if isinstance(window, str):
-        source.bad_line(None, window)
+    ctx = _context(rep, source, fmt)
+    if isinstance(ctx, str):
+        source.bad_line(None, ctx)
         return SampleFrame.empty()
-    ts, interval_s = window
-    if source.tz is None:
-        source.note(NO_ZONE_NOTE)
-    ctx = _Ctx(source=source, fmt=fmt, ts=ts, interval_s=interval_s,
-               host=rep.host or source.host or Path(source.path).stem, rep=rep)
+    cpu, extra = _read_tables(parser.tables, ctx, source)
+    for note in sorted(ctx.notes):
+        source.note(note)
+    base = {"source": fmt, "host": ctx.host, "db_name": rep.db_name,
+            "instance": rep.instance, "ts": ctx.ts, "interval_s": float(ctx.interval_s),
+            "section": "wait event histogram"}
+    _add_waits(source, ctx.wait_rows + [{**base, **row} for row in extra])
+    if not ctx.file_rows:
+        return SampleFrame.empty()
+    schema = {**_FILE_SCHEMA, **CPU_SCHEMA}
+    return SampleFrame(pl.DataFrame([{**{c: row.get(c) for c in _FILE_SCHEMA}, **cpu}
+                                     for row in ctx.file_rows], schema=schema))
+
+
+def _read_tables(tables: list[_HtmlTable], ctx: _Ctx, source: Source
+                 ) -> tuple[dict[str, float], list[dict[str, object]]]:
+    """Each table read into ``ctx`` by its summary; the host CPU columns and the wait rows
+    of the histogram and of IOStat by Filetype are returned."""
     cpu: dict[str, float] = {}
-    hist: list[dict[str, object]] = []
-    for t in parser.tables:
+    extra: list[dict[str, object]] = []
+    for t in tables:
         found = _section(t.summary)
         if found is None or not t.rows:
             continue
@@ -222,7 +255,10 @@ def parse_html(data: bytes, source: Source, *, fmt: str) -> SampleFrame:
             cpu = _os_table(t)
             continue
         if kind == "hist":
-            hist += _hist_table(t, source)
+            extra += _hist_table(t, source)
+            continue
+        if kind == "filetype":
+            extra += _filetype_table(t, source, ctx.notes)
             continue
         try:
             table = _table(t, kind, source)
@@ -232,20 +268,7 @@ def parse_html(data: bytes, source: Source, *, fmt: str) -> SampleFrame:
                 ctx.add_files(table, kind)
         except _BadLine as exc:
             source.bad_line(exc.line_no, exc.reason)
-    for note in sorted(ctx.notes):
-        source.note(note)
-    base = {"source": fmt, "host": ctx.host, "db_name": rep.db_name,
-            "instance": rep.instance, "ts": ts, "interval_s": float(interval_s),
-            "section": "wait event histogram"}
-    waits = ctx.wait_rows + [{**base, **row} for row in hist]
-    if waits:
-        source.waits.append(WaitEventFrame(pl.DataFrame(
-            [{c: row.get(c) for c in WAIT_SCHEMA} for row in waits], schema=WAIT_SCHEMA)))
-    if not ctx.file_rows:
-        return SampleFrame.empty()
-    schema = {**_FILE_SCHEMA, **CPU_SCHEMA}
-    return SampleFrame(pl.DataFrame([{**{c: row.get(c) for c in _FILE_SCHEMA}, **cpu}
-                                     for row in ctx.file_rows], schema=schema))
+    return cpu, extra
 
 
 def _os_table(t: _HtmlTable) -> dict[str, float]:
@@ -256,6 +279,23 @@ def _os_table(t: _HtmlTable) -> dict[str, float]:
     at, value_at = heads.index("statistic"), heads.index("value")
     return cpu_pcts(os_values([(cells[at], cells[value_at]) for _line, cells in t.rows[1:]
                                if len(cells) == len(heads)]))
+
+
+def _filetype_table(t: _HtmlTable, source: Source, notes: set[str]
+                    ) -> list[dict[str, object]]:
+    """IOStat by Filetype summary's small and large read times (:mod:`.filetype`)."""
+    heads = t.rows[0][1]
+    out: list[dict[str, object]] = []
+    for line, cells in t.rows[1:]:
+        if len(cells) != len(heads):
+            source.bad_line(line, f"IOStat by Filetype: {len(cells)} cells under "
+                            f"{len(heads)} headings")
+            continue
+        try:
+            out += filetype_rows(heads, cells, line, "IOStat by Filetype", notes)
+        except _BadLine as exc:
+            source.bad_line(exc.line_no, exc.reason)
+    return out
 
 
 def _hist_table(t: _HtmlTable, source: Source) -> list[dict[str, object]]:

@@ -49,6 +49,7 @@ _V_CLASSES = {
     "ts": r"^(?:Tablespace IO Stats|Tablespace IO Summary)" + _V_TAIL,
     "os": r"^(?:Operating System Statistics|OS Statistics)" + _V_TAIL,
     "hist": r"^Wait Event Histogram" + _V_TAIL,
+    "filetype": r"^IOStat by Filetype summary" + _V_TAIL,
     "title": _ANY_TITLE_RE.pattern,
     "footer": r"^\s+-{20,}\s*$",  # the indented rule SQL*Plus prints after a section
     # the titles of the summary blocks that follow a table with no blank line between (AWR
@@ -101,7 +102,7 @@ class _Piece:
             **classes)
         arr = {name: masks[name].to_numpy() for name in masks.columns}
         interest = (arr["top"] | arr["waits"] | arr["file"] | arr["ts"] | arr["os"]
-                    | arr["hist"])
+                    | arr["hist"] | arr["filetype"])
         idx = {name: np.flatnonzero(arr[name]).tolist()
                for name in ("start", "rule", "blank", "reset", "head")}
         idx["text"] = np.flatnonzero(~arr["blank"]).tolist()

@@ -19,6 +19,8 @@ import numpy as np
 
 from iogauge.importers.base import Source
 from iogauge.importers.io import decode, encoding_of
+from iogauge.importers.oracle.filetype import FILETYPE_RE, filetype_rows
+from iogauge.importers.oracle.filetype import TEXT_NAMES as _FILETYPE_TEXT
 from iogauge.importers.oracle.grammar import (
     _BLOCK_B_RE,
     _BLOCK_K_RE,
@@ -191,7 +193,8 @@ def _scan_report(out: _Out, source: Source, r: int, a: int, b: int, *, last: boo
             continue
         kind, m = found
         text_names = (_WAIT_TEXT if kind in ("top", "waits", "hist") else
-                      _OS_TEXT if kind == "os" else _FILE_TEXT)
+                      _OS_TEXT if kind == "os" else
+                      _FILETYPE_TEXT if kind == "filetype" else _FILE_TEXT)
         try:
             spec, i = _read_table(out, r, seq, t, b, m.group(1),
                                   m.end(1) if kind == "top" else len(line), text_names,
@@ -215,12 +218,14 @@ def _scan_report(out: _Out, source: Source, r: int, a: int, b: int, *, last: boo
         out.specs.append(spec)
         if kind == "hist":
             _hist_rows(out, r, spec)
+        elif kind == "filetype":
+            _filetype_rows(out, r, spec)
 
 
 #: the sections read, by title: (kind, pattern)
 _KINDS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("top", _TOP_RE), ("waits", _WAITS_RE), ("file", _FILE_RE), ("tablespace", _TS_RE),
-    ("os", OS_RE), ("hist", HIST_RE))
+    ("os", OS_RE), ("hist", HIST_RE), ("filetype", FILETYPE_RE))
 
 
 def _kind_of(line: str) -> tuple[str, re.Match[str]] | None:
@@ -253,6 +258,26 @@ def _hist_rows(out: _Out, r: int, spec: _Spec) -> None:
             **row, "source": out.fmt, "host": meta.host, "db_name": meta.rep.db_name,
             "instance": meta.rep.instance, "ts": meta.ts,
             "interval_s": float(meta.interval_s), "section": "wait event histogram"}))
+
+
+def _filetype_rows(out: _Out, r: int, spec: _Spec) -> None:
+    """IOStat by Filetype summary's small and large read times (a small table, read row by
+    row), after the report's wait rows."""
+    names = [c.name for c in spec.cols]
+    meta = out.meta[spec.rep]
+    base = {"source": out.fmt, "host": meta.host, "db_name": meta.rep.db_name,
+            "instance": meta.rep.instance, "ts": meta.ts, "interval_s": float(meta.interval_s)}
+    pos = 0
+    for k in spec.first:
+        try:
+            rows = filetype_rows(names, _cells(out.pc.line(k), spec.cols), out.pc.no(k),
+                                 spec.title, out.notes[spec.rep])
+        except _BadLine as exc:
+            out.bad(r, spec.seq, exc.line_no, exc.reason)
+            continue
+        for row in rows:
+            out.fallback_waits.append((spec.order, pos, {**base, **row}))
+            pos += 1
 
 
 def _read_header(out: _Out, r: int, rep: _Report, a: int, b: int) -> None:

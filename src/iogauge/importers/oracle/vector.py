@@ -239,87 +239,103 @@ def _wait_frame(out: _Out) -> pl.DataFrame | None:
 
 
 
+#: one layout's file tables: (specs, cells, rows, table of each row, statistic -> column)
+_FileGroup = tuple[list[_Spec], pl.DataFrame, pl.DataFrame, np.ndarray, dict[str, int]]
+
+
 def _file_frame(out: _Out) -> pl.DataFrame | None:
     """The datafile and tablespace rows of the piece's file tables, a layout at a time, as
     _Ctx.add_files makes them row by row; a table with anything it would refuse or note
     (a value that is not a number, a name missing, a file listed twice) is set aside for
     it."""
-    frames: list[tuple[list[_Spec], pl.DataFrame, pl.DataFrame, np.ndarray,
-                       dict[str, int]]] = []
-    for specs in _groups(out.specs, ("file", "tablespace")):
-        s0 = specs[0]
-        kind = s0.kind
-        keys, stats, refusal = _file_layout(s0.cols + (s0.cols2 or []), kind)
-        if refusal is not None:
-            for s in specs:
-                out.events.bad((out.meta[s.rep].r, s.seq, 1), s.title_line,
-                               f"{s.title}: {refusal}")
-            continue
+    frames = [group for specs in _groups(out.specs, ("file", "tablespace"))
+              if (group := _file_group(out, specs)) is not None]
+    return _file_rows_kept(out, frames) if frames else None
+
+
+def _file_group(out: _Out, specs: list[_Spec]) -> _FileGroup | None:
+    """One layout's rows (with ``_odd`` where _Ctx would refuse or note), or None when the
+    layout's headings are refused."""
+    s0 = specs[0]
+    kind = s0.kind
+    keys, stats, refusal = _file_layout(s0.cols + (s0.cols2 or []), kind)
+    if refusal is not None:
         for s in specs:
-            if out.meta[s.rep].rep.block_bytes is None:
-                out.notes[s.rep].add("no 'Std Block Size' / 'db_block_size' in the report: "
-                                     "Av Blks/Rd converted with 8 KB blocks")
-        n1 = len(s0.cols)
-        cells = _first_cells(out, specs, "c")
-        if s0.cols2 is not None:
-            second = _cell_frame(out.pc, [k for s in specs for k in s.second], s0.cols2, "c")
-            cells = pl.concat([cells, second.rename(
-                {f"c{j}": f"c{j + n1}" for j in range(len(s0.cols2))})], how="horizontal")
-        tids = _tids(specs)
-        meta = _meta_frame(out, specs, tids)
-        metas = [out.meta[s.rep] for s in specs]
-        factors = [Fraction(m.rep.block_bytes or DEFAULT_BLOCK_BYTES, 1024) for m in metas]
-        # Decimal arithmetic gives what float arithmetic gives only when the interval is whole
-        # seconds (8i: Reads / interval) and the block a power of two (Av Blks/Rd x block)
-        exact = pl.Series([m.interval_s == int(m.interval_s) for m in metas])[tids]
-        per_block = pl.Series([float(f) if _power_of_two(f) else None for f in factors],
-                              dtype=pl.Float64)[tids]
-        frame = pl.concat([meta, cells], how="horizontal").with_columns(
-            _tid=pl.Series(tids), _exact=exact, _per_block=per_block)
-        own = pl.col(f"c{keys.index('tablespace')}")
-        tsname = pl.when(own != "").then(own).forward_fill().over("_tid")
-        device = pl.col(f"c{keys.index('filename')}") if kind == "file" else tsname
-        odd: list[pl.Expr] = [tsname.is_null(), device.is_null() | (device == ""),
-                              device.str.contains(_NOT_FILENAME_RE.pattern).fill_null(False)
-                              & pl.lit(kind == "file"),
-                              ~tsname.str.contains(_TABLESPACE_RE.pattern + "$").fill_null(True),
-                              pl.lit("pdbname" in keys)]  # (container names: rows._Ctx)
-        vals: dict[str, pl.Expr] = {}
-        for stat, idx in stats.items():
-            vals[stat], bad = _number_expr(pl.col(f"c{idx}"), 0)
-            odd.append(bad)
-        interval = pl.col("interval_s")
-        zero = pl.lit(0.0)
-        null = pl.lit(None, dtype=pl.Float64)
-        reads, writes = vals.get("reads", null), vals.get("writes", null)
-        r_iops, w_iops = vals.get("reads_ps", null), vals.get("writes_ps", null)
-        if "reads_ps" not in stats and "reads" in stats:
-            r_iops = reads / interval
-            odd.append(reads.is_not_null() & (~pl.col("_exact") | pl.col(
-                f"c{stats['reads']}").str.contains(".", literal=True)))
-        if "writes_ps" not in stats and "writes" in stats:
-            w_iops = writes / interval
-            odd.append(writes.is_not_null() & (~pl.col("_exact") | pl.col(
-                f"c{stats['writes']}").str.contains(".", literal=True)))
-        no_reads = ((reads == 0) | (reads.is_null() & (r_iops == 0))).fill_null(False)
-        rd_ms = vals.get("rd_ms", null)
-        if "rd_ms" in stats:
-            rd_ms = pl.when(rd_ms.is_null() & no_reads).then(zero).otherwise(rd_ms)
-        areq = null
-        if "blks_rd" in stats:
-            areq = vals["blks_rd"] * pl.col("_per_block")
-            odd.append(vals["blks_rd"].is_not_null() & pl.col("_per_block").is_null())
-            areq = pl.when(areq.is_null() & no_reads).then(zero).otherwise(areq)
-        rows = frame.select(
-            "_order", "_pos", "_tid", "host", "ts", "interval_s",
-            source=pl.lit(out.fmt), device=device,
-            device_kind=pl.lit("datafile" if kind == "file" else "tablespace"),
-            parent=tsname if kind == "file" else pl.lit(None, dtype=pl.String),
-            r_iops=r_iops, w_iops=w_iops, r_await_ms=rd_ms, r_areq_kB=areq,
-            _odd=pl.any_horizontal(odd), _rep=pl.Series([s.rep for s in specs])[tids])
-        frames.append((specs, cells, rows, tids, stats))
-    if not frames:
+            out.events.bad((out.meta[s.rep].r, s.seq, 1), s.title_line, f"{s.title}: {refusal}")
         return None
+    for s in specs:
+        if out.meta[s.rep].rep.block_bytes is None:
+            out.notes[s.rep].add("no 'Std Block Size' / 'db_block_size' in the report: "
+                                 "Av Blks/Rd converted with 8 KB blocks")
+    n1 = len(s0.cols)
+    cells = _first_cells(out, specs, "c")
+    if s0.cols2 is not None:
+        second = _cell_frame(out.pc, [k for s in specs for k in s.second], s0.cols2, "c")
+        cells = pl.concat([cells, second.rename(
+            {f"c{j}": f"c{j + n1}" for j in range(len(s0.cols2))})], how="horizontal")
+    tids = _tids(specs)
+    meta = _meta_frame(out, specs, tids)
+    metas = [out.meta[s.rep] for s in specs]
+    factors = [Fraction(m.rep.block_bytes or DEFAULT_BLOCK_BYTES, 1024) for m in metas]
+    # Decimal arithmetic gives what float arithmetic gives only when the interval is whole
+    # seconds (8i: Reads / interval) and the block a power of two (Av Blks/Rd x block)
+    exact = pl.Series([m.interval_s == int(m.interval_s) for m in metas])[tids]
+    per_block = pl.Series([float(f) if _power_of_two(f) else None for f in factors],
+                          dtype=pl.Float64)[tids]
+    frame = pl.concat([meta, cells], how="horizontal").with_columns(
+        _tid=pl.Series(tids), _exact=exact, _per_block=per_block)
+    own = pl.col(f"c{keys.index('tablespace')}")
+    tsname = pl.when(own != "").then(own).forward_fill().over("_tid")
+    device = pl.col(f"c{keys.index('filename')}") if kind == "file" else tsname
+    odd: list[pl.Expr] = [tsname.is_null(), device.is_null() | (device == ""),
+                          device.str.contains(_NOT_FILENAME_RE.pattern).fill_null(False)
+                          & pl.lit(kind == "file"),
+                          ~tsname.str.contains(_TABLESPACE_RE.pattern + "$").fill_null(True),
+                          pl.lit("pdbname" in keys)]  # (container names: rows._Ctx)
+    figures = _file_figures(stats, odd)
+    rows = frame.select(
+        "_order", "_pos", "_tid", "host", "ts", "interval_s",
+        source=pl.lit(out.fmt), device=device,
+        device_kind=pl.lit("datafile" if kind == "file" else "tablespace"),
+        parent=tsname if kind == "file" else pl.lit(None, dtype=pl.String), **figures,
+        _odd=pl.any_horizontal(odd), _rep=pl.Series([s.rep for s in specs])[tids])
+    return specs, cells, rows, tids, stats
+
+
+def _file_figures(stats: dict[str, int], odd: list[pl.Expr]) -> dict[str, pl.Expr]:
+    """r_iops, w_iops, r_await_ms and r_areq_kB from the statistic columns, as _Ctx reads
+    them; what _Ctx would refuse or note is appended to ``odd``."""
+    vals: dict[str, pl.Expr] = {}
+    for stat, idx in stats.items():
+        vals[stat], bad = _number_expr(pl.col(f"c{idx}"), 0)
+        odd.append(bad)
+    interval = pl.col("interval_s")
+    zero = pl.lit(0.0)
+    null = pl.lit(None, dtype=pl.Float64)
+    reads, writes = vals.get("reads", null), vals.get("writes", null)
+    r_iops, w_iops = vals.get("reads_ps", null), vals.get("writes_ps", null)
+    if "reads_ps" not in stats and "reads" in stats:
+        r_iops = reads / interval
+        odd.append(reads.is_not_null() & (~pl.col("_exact") | pl.col(
+            f"c{stats['reads']}").str.contains(".", literal=True)))
+    if "writes_ps" not in stats and "writes" in stats:
+        w_iops = writes / interval
+        odd.append(writes.is_not_null() & (~pl.col("_exact") | pl.col(
+            f"c{stats['writes']}").str.contains(".", literal=True)))
+    no_reads = ((reads == 0) | (reads.is_null() & (r_iops == 0))).fill_null(False)
+    rd_ms = vals.get("rd_ms", null)
+    if "rd_ms" in stats:
+        rd_ms = pl.when(rd_ms.is_null() & no_reads).then(zero).otherwise(rd_ms)
+    areq = null
+    if "blks_rd" in stats:
+        areq = vals["blks_rd"] * pl.col("_per_block")
+        odd.append(vals["blks_rd"].is_not_null() & pl.col("_per_block").is_null())
+        areq = pl.when(areq.is_null() & no_reads).then(zero).otherwise(areq)
+    return {"r_iops": r_iops, "w_iops": w_iops, "r_await_ms": rd_ms, "r_areq_kB": areq}
+
+
+def _file_rows_kept(out: _Out, frames: list[_FileGroup]) -> pl.DataFrame:
+    """The rows of the groups, but for the tables set aside for _Ctx."""
     # A report's tables of one kind share the names they list (_Ctx.seen): a file listed
     # twice, or a table set aside, sets aside all of them, so that _Ctx reads them in order.
     everything = pl.concat([rows.select("_rep", "device_kind", "device", "_odd",
@@ -344,7 +360,6 @@ def _file_frame(out: _Out) -> pl.DataFrame | None:
         good.append(kept.select("_order", "_pos", *[pl.col(c).cast(t)
                                                     for c, t in _FILE_SCHEMA.items()]))
     return pl.concat(good)
-
 
 
 def _fallback(out: _Out) -> None:

@@ -33,7 +33,8 @@ MAX_WAIT_EVENTS = 15
 
 
 _VERDICT_CLASS: dict[str, str] = {
-    "bottleneck": "v-bottleneck", "near limit": "v-near", "busy, not the bottleneck": "v-busy",
+    "bottleneck": "v-bottleneck", "near limit": "v-near", "slow, not busy": "v-slow",
+    "busy, not the bottleneck": "v-busy",
     "healthy": "v-healthy", "idle": "v-idle", "cannot judge": "v-unknown",
 }
 
