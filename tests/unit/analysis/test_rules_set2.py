@@ -549,7 +549,7 @@ def test_capability_exceeded_runs_and_severity() -> None:
     assert _ev(f, "capability_profile").value == "hdd-7200"
     assert "sources: vendor datasheet" in _ev(f, "capability_profile").note
     assert _ev(f, "windows_matched").value == 5.0
-    assert "seed 000" not in f.explanation  # random reads: no mixed-sequential caveat
+    assert "[Yuge]" not in f.explanation  # random reads: no mixed-sequential caveat
 
 
 def test_capability_exceeded_yuge_rank_mixed_caveat() -> None:
@@ -567,7 +567,7 @@ def test_capability_exceeded_yuge_rank_mixed_caveat() -> None:
     assert _ev(f, "used_pct").value == pytest.approx(442.1 / 500 * 100)  # 88.4 %
     assert _ev(f, "MBps").value == pytest.approx(442.1)
     assert "near the limit" in f.title
-    assert "seed 000's DS8000 rank was at its limit at ~440 MB/s" in f.explanation
+    assert "[Yuge]'s DS8000 rank was at its limit at ~440 MB/s" in f.explanation
 
 
 def test_capability_exceeded_peak_only_and_no_capability() -> None:

@@ -4,7 +4,7 @@ Every rule follows the same shape (see ``rules/__init__.py``): for each device i
 *vectorised over the device's windows*, a **level** per window (0 = no match, 1, 2, ... =
 matched, higher = worse) and a **score** (how bad, for ranking), groups consecutive matched
 windows into runs (:func:`find_runs`), keeps the worst runs (at most
-:data:`MAX_FINDINGS_PER_DEVICE`, DESIGN "findings should be few and meaningful") and turns
+:data:`MAX_FINDINGS_PER_DEVICE`: findings should be few and meaningful) and turns
 each into a :class:`~iogauge.analysis.types.Finding` that names its window and says how many
 windows matched in total (:func:`run_finding`)::
 

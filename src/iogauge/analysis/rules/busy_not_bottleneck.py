@@ -1,6 +1,6 @@
 """Busy is not bottleneck: read %util together with the host's CPU (%user, %iowait).
 
-Seed 003 (DESIGN §5.4) ran the same Oracle workloads on a hard disk and on an SSD and read
+[Insight-SSD9] ran the same Oracle workloads on a hard disk and on an SSD and read
 ``iostat -x`` with the CPU lines:
 
 * **INSERT**: high %util, high %iowait, low %user — the CPU waits for the disk: the disk is
@@ -12,16 +12,16 @@ Seed 003 (DESIGN §5.4) ran the same Oracle workloads on a hard disk and on an S
 
 Per window (means over the window), on devices with %util:
 
-* busy: %util at least :data:`BUSY_PCT` (60 %, as ``summary.BUSY_HIGH_PCT``; seed 003's
+* busy: %util at least :data:`BUSY_PCT` (60 %, as ``summary.BUSY_HIGH_PCT``; [Insight-SSD9]'s
   busy HDD windows are 72.2 % and 88.2 %);
 * **busy, not the bottleneck** (``info``): %iowait at most :data:`IOWAIT_LOW_PCT` (5 %) and
   %user + %nice at least :data:`USER_HIGH_PCT` (70 %) — the CPUs are busy with the
-  application and almost never idle waiting for I/O (seed 003: 0 % iowait, 90-93 % user);
+  application and almost never idle waiting for I/O ([Insight-SSD9]: 0 % iowait, 90-93 % user);
 * **the disk is the bottleneck**: %iowait at least :data:`IOWAIT_HIGH_PCT` (20 %) and at
-  least %user + %nice — the CPUs wait for I/O more than they compute (seed 003's INSERT
-  case): **warning**, **critical** from :data:`UTIL_CRITICAL_PCT` (90 %, inside seed 004's
+  least %user + %nice — the CPUs wait for I/O more than they compute ([Insight-SSD9]'s INSERT
+  case): **warning**, **critical** from :data:`UTIL_CRITICAL_PCT` (90 %, inside [Oe]'s
   80-95 % proportional-limit busy rate) on a device where %util measures capacity (not
-  known to serve requests in parallel; on SSD/NVMe/RAID %util saturates early, DESIGN §4).
+  known to serve requests in parallel; on SSD/NVMe/RAID %util saturates early, [sysstat] iostat(1)).
 
 Where the data has the kernel's I/O pressure stall information (``psi_io_some_pct``,
 ``psi_io_full_pct``: live collection reads ``/proc/pressure/io``), it is used ahead of
@@ -67,7 +67,7 @@ RULE_ID = "busy_not_bottleneck"
 ROLE = RuleRole.BUSY
 DESCRIPTION = ("High %util read with the host CPU: 0 % iowait and high %user = busy, not the "
                "bottleneck; high %iowait with low %user = the disk is the bottleneck "
-               "(seed 003 §5.4).")
+               "([Insight-SSD9] §5.4).")
 
 BUSY_PCT = 60.0
 IOWAIT_LOW_PCT = 5.0
@@ -164,7 +164,7 @@ def _bottleneck(dev: DeviceContext, run: Run, found: Matches, capacity: bool) ->
         evidence.append(Evidence("await_ms", float(aw), "ms", note="window mean"))
     explanation = (f"{dev.key} is {fmt_pct(util)} busy while the CPUs spend "
                    f"{fmt_pct(iowait)} idle waiting for I/O and only {fmt_pct(user)} on the "
-                   "application: the work waits for the disk (seed 003's INSERT case, where "
+                   "application: the work waits for the disk ([Insight-SSD9]'s INSERT case, where "
                    "moving the data to SSD raised %user and throughput).")
     if not capacity:
         explanation += (" This device serves requests in parallel, so %util does not say how "
@@ -200,7 +200,7 @@ def _not_bottleneck(dev: DeviceContext, run: Run, found: Matches) -> Finding:
         evidence=evidence,
         explanation=(f"{dev.key} is {fmt_pct(util)} busy, but the CPUs are almost never idle "
                      "waiting for I/O and spend their time in the application: the work is "
-                     "CPU-bound. Seed 003's SELECT on a hard disk was 88 % busy with 0 % "
+                     "CPU-bound. [Insight-SSD9]'s SELECT on a hard disk was 88 % busy with 0 % "
                      "iowait and ~90 % user; an SSD cut the busy to 12 % and changed neither "
                      "%user nor SQL response (the database buffer cache absorbed the reads)."),
         suggestion=("A faster disk will not speed this up; reduce CPU work instead (logical "
@@ -228,7 +228,7 @@ def _no_cpu(ctx: AnalysisContext, dev: DeviceContext, busy: pl.Expr) -> list[Fin
         evidence=[Evidence("util_pct", util, "%", BUSY_PCT, ">=", "worst window mean"),
                   Evidence("windows_busy", float(found.matched_windows), "windows",
                            note=f"of {found.total_windows}")],
-        explanation=("High %util alone does not say the device limits the work: seed 003's "
+        explanation=("High %util alone does not say the device limits the work: [Insight-SSD9]'s "
                      "SELECT kept a disk 88 % busy while the CPUs were the limit. That needs "
                      "the host's %user and %iowait over the same intervals, which the data "
                      "lacks."),

@@ -1,11 +1,11 @@
 """Controller cache hit ratio low for a read-heavy, random workload.
 
-Seed 000 (DESIGN §5.1 step 2) reads the cache hit ratio from the RMF CACHE SUBSYSTEM
+[Yuge] reads the cache hit ratio from the RMF CACHE SUBSYSTEM
 ACTIVITY report as one of the workload's "application attributes": it decides what the
 storage can deliver. A read hit is served from controller cache (DS8000: a few tenths of a
 millisecond); a read miss stages the track from the rank's disks (seek + rotation, several
 milliseconds on HDD ranks) and shows as DISC time in the volume's response. Writes are
-DASD fast writes into NVS and count as hits (WRITE H/R 1.000 in seed 000), so the TOTAL
+DASD fast writes into NVS and count as hits (WRITE H/R 1.000 in [Yuge]), so the TOTAL
 H/R that RMF prints — the figure the importer keeps (``cache_hit_pct``) — overstates the
 read hit ratio of a mixed workload. Where the window has the read/write split (``r_iops``,
 ``w_iops`` of the cache device activity), the rule estimates the read hit ratio assuming
@@ -19,7 +19,7 @@ Thresholds (on the read hit ratio where it can be estimated, else on the total):
 * **critical** below :data:`HIT_CRITICAL_PCT` (50 %): the mean read is dominated by disk
   access (~4 ms, ~10x a hit workload).
 
-Seed 000's DB2 batch ran at ~100 % (TOTAL H/R 0.998): not flagged. The rule applies to
+[Yuge]'s DB2 batch ran at ~100 % (TOTAL H/R 0.998): not flagged. The rule applies to
 windows that are read-heavy (reads at least :data:`READ_HEAVY_PCT` of the operations) and
 mostly random (sequential reads, counted by the controller, under
 :data:`SEQ_READ_MAX_PCT` of the reads): sequential reads are prestaged, and a write-heavy
@@ -53,7 +53,7 @@ from iogauge.analysis.types import Evidence, Finding, RuleRole
 RULE_ID = "cache_hit_low"
 ROLE = RuleRole.ADVICE
 DESCRIPTION = ("Controller cache hit ratio (RMF) below 80 % (critical below 50 %) for a "
-               "read-heavy random workload: read misses go to the rank's disks (seed 000 "
+               "read-heavy random workload: read misses go to the rank's disks ([Yuge] "
                "§5.1 step 2).")
 
 HIT_WARN_PCT = 80.0

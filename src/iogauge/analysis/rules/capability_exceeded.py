@@ -1,6 +1,6 @@
 """Load at or beyond what the device does for this workload's attributes.
 
-Seed 000 (DESIGN §5.1 step 3): a measured throughput means nothing until it is set against
+[Yuge]: a measured throughput means nothing until it is set against
 what the device can do *for the observed mix* — one DS8000 RAID-5 rank does ~2,200 IO/s of
 4 kB random reads (~8 MB/s) but ~600 MB/s sequential, so "300 MB/s on a rank says nothing
 until you know the mix". The capability catalog (``catalog.capability_for``) interpolates a
@@ -13,10 +13,10 @@ read/write ratio) into ``expected_iops`` / ``expected_MBps`` and the peak share
   window reaches :data:`EXCEEDED_PCT` (100 %: "beyond what this device does for this mix")
   and the response time there is elevated (at or above the profile's design latency, or
   twice its typical latency) or the load is :data:`CLEARLY_BEYOND_PCT` (110 %) or more;
-  else **warning** ("near", or "at its limit" with a normal response time: seed 002's
+  else **warning** ("near", or "at its limit" with a normal response time: [MS-Azure-JP]'s
   Premium SSD answering in 3.5 ms at its 5,000 IO/s cap is fine, just full). 80 % leaves
-  the margin seed 000 asks for ("the published maximum must be read with some latitude")
-  and sits at the bottom of seed 004's 80-95 % proportional-limit busy rate, beyond which
+  the margin [Yuge] asks for ("the published maximum must be read with some latitude")
+  and sits at the bottom of [Oe]'s 80-95 % proportional-limit busy rate, beyond which
   response climbs non-linearly;
 * when no window mean reaches 80 % but the catalog's ``used_pct`` (from the busiest
   *interval*) does, one finding names the window holding that peak: short peaks inside
@@ -25,9 +25,9 @@ read/write ratio) into ``expected_iops`` / ``expected_MBps`` and the peak share
   is no finding: the engine reports that no profile matched.
 
 Mixed read/write with a sequential majority (reads between 20 and 80 % of operations,
-sequential share at least 50 %) gets seed 000's caveat in the explanation: mixing reads and
+sequential share at least 50 %) gets [Yuge]'s caveat in the explanation: mixing reads and
 writes (and a little random I/O) breaks up the large sequential transfers, so the device
-delivers less than its pure-sequential figure — the seed's rank was at its limit at ~440 of
+delivers less than its pure-sequential figure — [Yuge]'s rank was at its limit at ~440 of
 ~600 MB/s.
 """
 
@@ -54,7 +54,7 @@ from iogauge.analysis.types import Attributes, Capability, Evidence, Finding, Ru
 RULE_ID = "capability_exceeded"
 ROLE = RuleRole.LOAD
 DESCRIPTION = ("Peak load against the catalog capability for the workload's mix: >= 80 % "
-               "near (warning), >= 100 % beyond (critical) (seed 000 §5.1 step 3, seed 004 "
+               "near (warning), >= 100 % beyond (critical) ([Yuge] §5.1 step 3, [Oe] "
                "knee 80-95 %).")
 
 NEAR_PCT = 80.0
@@ -165,7 +165,7 @@ def _caveat(a: Attributes | None) -> str:
         return ""
     return (" Reads and writes are mixed in a mostly sequential workload: mixing breaks up "
             "the large sequential transfers (and any random I/O interrupts them), so the "
-            "device delivers less than its pure-sequential figure — seed 000's DS8000 rank "
+            "device delivers less than its pure-sequential figure — [Yuge]'s DS8000 rank "
             "was at its limit at ~440 MB/s against ~600 MB/s published for sequential reads "
             "or writes alone.")
 

@@ -1,7 +1,7 @@
 """Several volumes, partitions or dm/md devices concentrated on one rank or disk.
 
-Seed 000 (DESIGN §5.1 step 3): z/OS volumes are spread over the disks of a DS8000 RAID rank,
-so "the I/O performance of the volumes of one rank affects each other"; the seed's DB2 batch
+[Yuge]: z/OS volumes are spread over the disks of a DS8000 RAID rank,
+so "the I/O performance of the volumes of one rank affects each other"; [Yuge]'s DB2 batch
 ran eight busy volumes on one RAID-5 rank, which moved 203.8 MB/s read + 238.3 MB/s write
 (~440 MB/s) against a published ~600 MB/s sequential maximum — and the authors judged the
 rank at its limit because the published figure needs a margin and mixed read/write plus some
@@ -17,10 +17,10 @@ volume) — the rule judges the combined load per window:
 
 * with a capability for the workload's mix (``dev.capability.expected_MBps`` /
   ``expected_iops`` from the catalog): used = max(MB/s / expected MB/s, IO/s / expected IO/s);
-  **warning** from :data:`USED_WARN_PCT` (70 %: seed 000's rank was at its limit at
+  **warning** from :data:`USED_WARN_PCT` (70 %: [Yuge]'s rank was at its limit at
   440 / 600 MB/s = 73 % of the published sequential maximum), **critical** from 100 %;
 * else, on a device that serves one request at a time (``util_is_capacity``), %util:
-  **warning** from :data:`UTIL_WARN_PCT` (80 %: seed 004 finds the proportional-limit busy
+  **warning** from :data:`UTIL_WARN_PCT` (80 %: [Oe] finds the proportional-limit busy
   rate, beyond which response climbs non-linearly, at 80-95 %), **critical** from
   :data:`UTIL_CRITICAL_PCT` (95 %);
 * else it cannot tell whether the load is high and says so once (``info``).
@@ -63,8 +63,8 @@ from iogauge.model.device import DeviceInfo
 RULE_ID = "concentration"
 ROLE = RuleRole.LOAD
 DESCRIPTION = ("Several volumes/partitions/dm devices on one rank or disk with a high combined "
-               "load (seed 000 §5.1: volumes of one rank interfere; 70 % of the rank's "
-               "capability for the mix, or 80 % busy on one-at-a-time disks, seed 004).")
+               "load ([Yuge] §5.1: volumes of one rank interfere; 70 % of the rank's "
+               "capability for the mix, or 80 % busy on one-at-a-time disks, [Oe]).")
 
 USED_WARN_PCT = 70.0
 USED_CRITICAL_PCT = 100.0
@@ -278,13 +278,13 @@ def _finding(dev: DeviceContext, run: Run, found: Matches, table: pl.DataFrame, 
     target = "ranks" if dev.kind == "rank" else "disks"
     explanation = (f"{n} {word} place their I/O on {dev.key}; their requests compete for the "
                    f"same {'disk drives of the rank' if dev.kind == 'rank' else 'device'}, "
-                   "so each one's response grows with the others' load. Seed 000's DB2 batch "
+                   "so each one's response grows with the others' load. [Yuge]'s DB2 batch "
                    "ran its volumes on one RAID-5 rank at ~440 of ~600 MB/s (mixed "
                    "read/write lowers the published sequential maximum) and the rank was "
                    "already the limit: write RTIME/OP 141.4 ms.")
     if cap is not None and cap.notes:
         explanation += " Capability notes: " + "; ".join(cap.notes) + "."
-    suggestion = (f"Spread the busiest {word} ({top}) over other {target}; seed 000 moved "
+    suggestion = (f"Spread the busiest {word} ({top}) over other {target}; [Yuge] moved "
                   "half the data to a second rank: volume response 1.5 -> 0.6 ms, batch "
                   "elapsed 2:41 -> 2:25. Re-measure with intervals of 5 min or less.")
     return run_finding(RULE_ID, dev, run, found, title=title, evidence=evidence,

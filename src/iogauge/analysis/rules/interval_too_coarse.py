@@ -1,6 +1,6 @@
-"""Sampling interval too long to see peaks (seed 000, DESIGN §5.1).
+"""Sampling interval too long to see peaks ([Yuge]).
 
-Seed 000 (z/OS RMF, DS8000): long intervals hide peaks - a 30-minute RMF interval averages a
+[Yuge] (z/OS RMF, DS8000): long intervals hide peaks - a 30-minute RMF interval averages a
 saturating burst with the quiet minutes around it; it recommends intervals of at most
 5 minutes, and 1 minute when investigating a problem. The same holds for every source:
 ``sar``'s default 10-minute interval, perfmon logs at 15 minutes, Prometheus scrapes with
@@ -13,7 +13,7 @@ stray long interval after a gap does not decide):
 
 * **info**: median interval > 5 min (300 s): peaks shorter than the interval are averaged
   away; the findings about latency and busy are judged on means that long;
-* **warning**: median interval >= 30 min (1,800 s), the length seed 000 shows hiding a rank
+* **warning**: median interval >= 30 min (1,800 s), the length [Yuge] shows hiding a rank
   saturation - a "healthy" verdict from such data is weak.
 
 The suggestion names how to collect at 1 min for the source at hand.
@@ -31,7 +31,7 @@ from iogauge.analysis.types import Evidence, Finding, RuleRole, Severity
 RULE_ID = "interval_too_coarse"
 ROLE = RuleRole.CONTEXT
 DESCRIPTION = ("Sampling interval longer than 5 min (info) or 30 min (warning): peaks are "
-               "averaged away; collect at <= 5 min, 1 min when investigating (seed 000).")
+               "averaged away; collect at <= 5 min, 1 min when investigating ([Yuge]).")
 
 #: Longest interval that still shows peaks ([Yuge]: <= 5 min).
 MAX_INTERVAL_S = 300.0
@@ -117,7 +117,7 @@ def check(ctx: AnalysisContext) -> list[Finding]:
                        "a device for a few minutes is diluted by the quiet minutes around it, "
                        "so busy, response time and queue look lower than the application "
                        "felt them; every judgement on this data is a judgement on those "
-                       "means. Seed 000 shows 30-minute RMF intervals hiding a rank "
+                       "means. [Yuge] shows 30-minute RMF intervals hiding a rank "
                        "saturation and recommends at most 5 minutes, 1 minute when "
                        "investigating.")
         if severity == "warning":

@@ -1,6 +1,6 @@
 """Queueing: response time much longer than service time - where the time goes.
 
-Response time = service time + wait (queue) time (seed 001 §2, DESIGN §5.2). When requests
+Response time = service time + wait (queue) time ([Goodus] §2). When requests
 spend most of their response time waiting rather than being served, the question is *where*
 they wait: in the host (the OS / driver queue: a queue-depth limit, ``nr_requests``, a
 throttle, a burst submitted at once - the device itself may be fast) or in the device
@@ -13,12 +13,12 @@ per window, with the best service-time figure the source has:
 1. **host/device split** (exact): Solaris ``iostat -xn`` ``wsvc_t`` / ``asvc_t`` and sar
    ``avwait`` / ``avserv`` (``queue_wait_ms`` / ``svctm_ms``), or Solaris ``-x`` ``wait`` /
    ``actv`` turned into times by Little's law (``wait / IOPS``, ``actv / IOPS``: the
-   seed 001 report ``sd0 ... wait 7.5 actv 168.2 svc_t 1246.4`` at 141 IO/s gives 53 ms in
+   [Goodus] report ``sd0 ... wait 7.5 actv 168.2 svc_t 1246.4`` at 141 IO/s gives 53 ms in
    the driver queue and 1,193 ms in the device). Q is then host-side queueing by
    construction; when the device side dominates a slow (> 30 ms) response instead, an
    ``info`` finding says the time is spent in the device, not in a host queue;
 2. ``svctm_ms`` measured by the source (AIX ``avgserv``, HP-UX/AIX sar ``avserv``);
-3. busy time per operation ``%util x 10 / IOPS`` ms (seed 004: at 100 % busy IOPS =
+3. busy time per operation ``%util x 10 / IOPS`` ms ([Oe]: at 100 % busy IOPS =
    1 / svctm) - which is also exactly what sysstat < 12.1.2 printed as ``svctm`` - only
    where %util is a capacity measure (``util_is_capacity`` True): on parallel devices
    util / IOPS is not a service time (why sysstat removed svctm). Here Q = ``aqu_sz / rho``
@@ -35,7 +35,7 @@ not a sample; only windows with ``ACTIVE_IOPS``):
 * **warning** Q >= 3: requests wait twice as long as they are served, two thirds of the
   response time is queueing (M/M/1: Q = 1 / (1 - rho) reaches 3 at rho = 0.67);
 * **critical** Q >= 10: 90 % of the response time is queueing (M/M/1 at rho = 0.9, inside
-  seed 004's 80-95 % knee band);
+  [Oe]'s 80-95 % knee band);
 * in both cases the wait must be at least 5 ms: below that it is shorter than one random
   HDD service time and not what makes an application slow, whatever the ratio.
 * method 4 gives at most a warning (the split is a lower bound).
@@ -75,7 +75,7 @@ RULE_ID = "queueing"
 ROLE = RuleRole.LOAD
 DESCRIPTION = ("Response time much longer than service time (ratio >= 3 warning, >= 10 "
                "critical, wait >= 5 ms): host-side queueing (driver/OS queue, queue depth) "
-               "vs a slow or overloaded device (seed 001, seed 004, M/M/1).")
+               "vs a slow or overloaded device ([Goodus], [Oe], M/M/1).")
 
 #: Response / service time ratio from which requests mostly wait (see docstring).
 RATIO_WARN = 3.0
@@ -191,7 +191,7 @@ def _check_device(ctx: AnalysisContext, dev: DeviceContext) -> list[Finding]:
 _SERVICE_NOTE = {
     _SPLIT: "device time: asvc_t / avserv, or actv / IOPS (Little's law)",
     _REPORTED: "service time as the source reports it (svctm / avserv)",
-    _ESTIMATED: ("busy time per operation, %util x 10 / IOPS (seed 004; sysstat's svctm "
+    _ESTIMATED: ("busy time per operation, %util x 10 / IOPS ([Oe]; sysstat's svctm "
                  "is the same figure)"),
     _DEPTH: "response minus the block-layer wait (lower bound of the host wait)",
 }

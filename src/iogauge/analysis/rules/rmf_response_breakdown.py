@@ -1,6 +1,6 @@
 """Explain an RMF volume's response time by its IOSQ / PEND / DISC / CONN components.
 
-Seed 000 (DESIGN §5.1 step 1) starts every z/OS I/O analysis with the DIRECT ACCESS DEVICE
+[Yuge] starts every z/OS I/O analysis with the DIRECT ACCESS DEVICE
 ACTIVITY report: a volume's AVG RESP TIME is the sum of
 
 * **IOSQ** — queued in z/OS because the device (UCB) is already busy: host queuing, cured by
@@ -17,17 +17,17 @@ Sources: IBM, *z/OS RMF Report Analysis* (SC34-2665), Direct Access Device Activ
 fields; IBM, "Measuring I/O response time"
 (https://www.ibm.com/docs/en/zdsfcp/2.1.0?topic=resources-measuring-io-response-time).
 IBM publishes what the components mean, not limits for them, so the thresholds below are
-iogauge's, placed between seed 000's own before/after numbers (DS8870, FICON, DB2 batch):
+iogauge's, placed between [Yuge]'s own before/after numbers (DS8870, FICON, DB2 batch):
 
 * a volume is looked at when its mean response is at least :data:`RESP_JUDGE_MS` (1.0 ms):
-  the seed's problem state was 1.5 ms, its healthy state after the fix 0.6 ms;
+  [Yuge]'s problem state was 1.5 ms, its healthy state after the fix 0.6 ms;
 * a component is *elevated* when it is at least its absolute limit
   (:data:`COMPONENT_LIMIT_MS`) **and** at least :data:`SHARE_MIN_PCT` of the response:
   IOSQ 0.2 ms (with HyperPAV a volume should not queue in the host at all), PEND 0.3 ms
-  (FICON pending time is ~0.1-0.2 ms: the seed shows 0.12-0.15 ms before and after),
-  DISC 0.5 ms (a cache hit disconnects for ~0 ms; the seed's DISC fell from 0.60 ms on the
+  (FICON pending time is ~0.1-0.2 ms: [Yuge] shows 0.12-0.15 ms before and after),
+  DISC 0.5 ms (a cache hit disconnects for ~0 ms; [Yuge]'s DISC fell from 0.60 ms on the
   saturated rank to 0.07-0.09 ms after the data was spread over two ranks), CONN 1.0 ms
-  (the seed's large sequential DB2 transfers took 0.40-0.75 ms);
+  ([Yuge]'s large sequential DB2 transfers took 0.40-0.75 ms);
 * severity: an elevated IOSQ, PEND or DISC is a **warning**, **critical** when the response
   is also at least :data:`RESP_CRITICAL_MS` (5 ms, ten times the ~0.5 ms of a cache-hit I/O
   on current DS8000s); an elevated CONN, or a response of 1 ms or more with no elevated
@@ -59,8 +59,8 @@ from iogauge.analysis.types import Evidence, Finding, RuleRole, Severity
 RULE_ID = "rmf_response_breakdown"
 ROLE = RuleRole.LOAD
 DESCRIPTION = ("RMF volume response time explained by its IOSQ/PEND/DISC/CONN components "
-               "(seed 000 §5.1 step 1; IBM z/OS RMF Report Analysis, Direct Access Device "
-               "Activity); thresholds between seed 000's before/after values.")
+               "([Yuge] §5.1 step 1; IBM z/OS RMF Report Analysis, Direct Access Device "
+               "Activity); thresholds between [Yuge]'s before/after values.")
 
 #: Mean response (ms) from which a volume's breakdown is reported.
 RESP_JUDGE_MS = 1.0
@@ -92,7 +92,7 @@ ADVICE: dict[str, str] = {
     "disc_ms": "Check the CACHE SUBSYSTEM ACTIVITY report (read hit ratio, DFW/NVS delays) "
                "and the ESS RANK STATISTICS of the volume's rank: a rank shared by several "
                "busy volumes (see the concentration rule) raises DISC; spread the data over "
-               "more ranks (seed 000: response 1.5 -> 0.6 ms).",
+               "more ranks ([Yuge]: response 1.5 -> 0.6 ms).",
     "conn_ms": "Transfer time follows transfer size: check the I/O sizes and channel "
                "utilisation (CHANNEL PATH ACTIVITY); zHPF and faster links shorten it.",
 }

@@ -1,17 +1,17 @@
 """Saturation and drop-off: the device at its limit, throughput flat while latency climbs.
 
-Seed 001 (DESIGN §5.2): "as utilization approaches 100 % response time climbs and throughput
-flattens" - the *drop-off*; tuning looks for the resource that reached 100 % busy. Seed 004
+[Goodus]: "as utilization approaches 100 % response time climbs and throughput
+flattens" - the *drop-off*; tuning looks for the resource that reached 100 % busy. [Oe]
 (§5.5): %util grows linearly with IOPS up to the *proportional-limit busy rate* (the knee,
 80-95 % in its workloads), then non-linearly; 100 % is the maximum.
 
 Two methods, chosen by whether %util measures capacity on the device
-(``DeviceContext.util_is_capacity``, DESIGN §4):
+(``DeviceContext.util_is_capacity``, [sysstat] iostat(1)):
 
 **One-at-a-time devices** (single HDD: ``util_is_capacity`` True):
 
 * baseline = active windows below the knee (``capacity.knee_util_pct`` when the capacity
-  model found one, else :data:`DEFAULT_KNEE_PCT` = 80 %, the low end of seed 004's 80-95 %);
+  model found one, else :data:`DEFAULT_KNEE_PCT` = 80 %, the low end of [Oe]'s 80-95 %);
 * **critical** - saturated with drop-off: a sustained run at %util >= 95 % in which the
   response time is at least 2x the baseline's *and* grew at least 2x more than throughput
   (the larger of the IOPS and MB/s gains, so a change to larger transfers is not mistaken
@@ -33,7 +33,7 @@ whose kind is unknown (None) - %util says nothing about their capacity, so it is
   raises latency without any saturation);
 * **critical** - the same while the load is at >= 90 % of what the capability profile
   expects for the mix (``capability.expected_iops`` / ``expected_MBps``): the device is at
-  its published limit and requests wait longer - seed 001's drop-off. Without a profile the
+  its published limit and requests wait longer - [Goodus]'s drop-off. Without a profile the
   latency shape alone cannot tell saturation from throttling or a neighbour, so it stays a
   warning.
 
@@ -82,7 +82,7 @@ RULE_ID = "saturation"
 ROLE = RuleRole.LOAD
 DESCRIPTION = ("Saturation and drop-off: %util >= 95 % with throughput flat while latency "
                "climbs (one-at-a-time devices; above the knee = near saturation), or latency "
-               "climbing with flat throughput on parallel devices (seeds 001, 004).")
+               "climbing with flat throughput on parallel devices ([Goodus], [Oe]).")
 
 #: Knee (proportional-limit busy rate) when the capacity model has none: [Oe] observed
 #: 80-95 % in its workloads; the low end warns before the non-linear region.
@@ -199,10 +199,10 @@ def _util_method(ctx: AnalysisContext, dev: DeviceContext) -> list[Finding]:
     if not has(w, "util_pct"):
         return []
     knee = DEFAULT_KNEE_PCT
-    knee_src = f"default {fmt_pct(DEFAULT_KNEE_PCT)} (seed 004: knees at 80-95 %)"
+    knee_src = f"default {fmt_pct(DEFAULT_KNEE_PCT)} ([Oe]: knees at 80-95 %)"
     if dev.capacity is not None and dev.capacity.knee_util_pct is not None:
         knee = min(float(dev.capacity.knee_util_pct), SATURATED_UTIL_PCT)
-        knee_src = "proportional-limit busy rate fitted by the capacity model (seed 004)"
+        knee_src = "proportional-limit busy rate fitted by the capacity model ([Oe])"
     wt = _prepared(w)
     util = c(wt, "util_pct")
     util_a = _arr(wt, "util_pct")
@@ -263,7 +263,7 @@ def _util_finding(ctx: AnalysisContext, dev: DeviceContext, run: Run, found: Mat
                  "(drop-off)")
         explanation = ("The disk serves one request at a time and was busy all the time; its "
                        "response time climbed well beyond what it was at lower load while it "
-                       "completed hardly more work. That is the drop-off of seed 001: the "
+                       "completed hardly more work. That is the drop-off of [Goodus]: the "
                        "device has reached its limit and every extra request only waits "
                        "longer.")
     else:
@@ -277,14 +277,14 @@ def _util_finding(ctx: AnalysisContext, dev: DeviceContext, run: Run, found: Mat
         title = (f"Near saturation: {fmt_pct(util_mean)} busy, at or above the "
                  f"{fmt_pct(knee)} knee")
         explanation = ("On a one-at-a-time device %util grows in proportion to IOPS up to the "
-                       "knee (seed 004's proportional-limit busy rate) and non-linearly "
+                       "knee ([Oe]'s proportional-limit busy rate) and non-linearly "
                        "beyond it: little headroom is left and response times will climb "
                        "quickly with more load." + why)
     suggestion = ("Reduce or spread the load in this window (move busy files or volumes to "
                   "other disks, reschedule batch work), make each request do more "
                   "(larger sequential transfers), or move to a device that serves requests "
                   "in parallel; to protect an application sharing the disk, use iogauge "
-                  "guarantee (seed 004).")
+                  "guarantee ([Oe]).")
     return run_finding(RULE_ID, dev, run, found, severity="critical" if critical else "warning",
                        title=title, evidence=evidence, explanation=explanation,
                        suggestion=suggestion, source=SOURCE)
@@ -379,14 +379,14 @@ def _latency_finding(ctx: AnalysisContext, dev: DeviceContext, run: Run, found: 
         explanation = (kind_note + "The device was delivering what its profile says it can "
                        "for this mix, while its response time climbed far beyond the "
                        "light-load value with throughput flat: requests pile up because the "
-                       "device cannot complete them faster - seed 001's drop-off, the device "
+                       "device cannot complete them faster - [Goodus]'s drop-off, the device "
                        "is at its limit.")
     else:
         title = (f"Latency climbs with flat throughput: response {fmt_ms(run_await)} "
                  f"({fmt_ratio(lat_g)} the light-load {fmt_ms(base.await_ms)})")
         explanation = (kind_note + "At above-median load and with requests of the same size, "
                        "the response time rose far more than the work done - the drop-off "
-                       "shape of seed 001. Without the device's published limit it cannot be "
+                       "shape of [Goodus]. Without the device's published limit it cannot be "
                        "told whether the device is at its capacity or something slowed it "
                        "(throttling of a cloud volume at its IOPS/MB/s cap or out of burst "
                        "credits, a neighbour on shared storage, garbage collection, a "

@@ -1,6 +1,6 @@
-"""Small sequential I/O: a sequential stream cut into small requests (seed 001 §4.3-4.6).
+"""Small sequential I/O: a sequential stream cut into small requests ([Goodus] §4.3-4.6).
 
-Seed 001 (DESIGN §5.2): read-ahead and write-behind let the file system move a sequential
+[Goodus]: read-ahead and write-behind let the file system move a sequential
 stream in large transfers instead of many small ones. With UFS ``maxcontig`` 6 (clusters of
 6 x 8 KB blocks = 48 KB) a 500 MB ``cp`` read at 492.4 r/s of 21 kB each (10,543.8 kB/s, 48 %
 busy) and ``mkfile`` wrote 141 w/s of 48 kB (6,743.3 kB/s at 100 % busy, svc_t 1,246 ms);
@@ -11,12 +11,12 @@ SCSI transfer cap) to allow them (§4.5). But read-ahead is *harmful* for small 
 
 Per window (only windows with at least :data:`MIN_IOPS`):
 
-* small: mean request size below :data:`SMALL_KB` = 64 kB. Seed 001's slow runs moved
+* small: mean request size below :data:`SMALL_KB` = 64 kB. [Goodus]'s slow runs moved
   21-48 kB per request against 160-660 kB after tuning; from 64 kB the attributes' estimate
   counts a request as sequential evidence (the block layer builds requests that large only
   from contiguous data), 64 kB is half of Linux's default 128 kB read-ahead window and SQL
   Server's extent read - not small;
-* many: at least :data:`MIN_IOPS` = 100 IO/s - seed 001's cases ran 141 and 492 IO/s;
+* many: at least :data:`MIN_IOPS` = 100 IO/s - [Goodus]'s cases ran 141 and 492 IO/s;
   below 100 IO/s per-request overhead costs a disk little whatever the size;
 * sequential: share of sequential operations >= :data:`SEQ_MIN_PCT` = 50 % (most of them),
   from, in order: the controller's counts (RMF cache ``seq_read_ps + seq_write_ps``, per
@@ -29,9 +29,9 @@ Severity: **warning** when the sequential share is known (at most
 cannot tell sequential from random (Solaris ``iostat``, perfmon, sar without merges; the
 attributes' size-only estimate is not used: it calls small requests random by construction)
 but the requests are cluster-sized - above :data:`CLUSTER_MIN_KB` = 16 kB, larger than a
-random database page or file-system block, as seed 001's 21 kB and 48 kB were - and keep
-the device busy (>= :data:`BUSY_PCT` = 40 %, seed 001's cp ran at 48 %): the operator knows
-whether the workload is a copy, a backup or a scan. No sustained requirement, since seed 001
+random database page or file-system block, as [Goodus]'s 21 kB and 48 kB were - and keep
+the device busy (>= :data:`BUSY_PCT` = 40 %, [Goodus]'s cp ran at 48 %): the operator knows
+whether the workload is a copy, a backup or a scan. No sustained requirement, since [Goodus]
 judges single iostat reports.
 """
 
@@ -63,7 +63,7 @@ from iogauge.analysis.windows import window_label
 RULE_ID = "small_sequential_io"
 ROLE = RuleRole.ADVICE
 DESCRIPTION = ("Sequential work in small requests (< 64 kB at >= 100 IO/s, >= 50 % "
-               "sequential): read-ahead / write-behind would merge them (seed 001 maxcontig); "
+               "sequential): read-ahead / write-behind would merge them ([Goodus] maxcontig); "
                "harmful for small random files.")
 
 #: Mean request size below which requests are small (see docstring).
@@ -86,7 +86,7 @@ SOURCE = ("[Goodus] §4.3-4.6 (UFS maxcontig 6 -> 128: read-ahead/write-behind c
           "small random files)")
 
 _SOLARIS = ("Solaris UFS: raise maxcontig (tunefs -a 128 /dev/rdsk/<slice>: 128 x 8 KB = 1 MB "
-            "clusters, seed 001 §4.3-4.4) and allow large transfers (set maxphys=1048576 in "
+            "clusters, [Goodus] §4.3-4.4) and allow large transfers (set maxphys=1048576 in "
             "/etc/system; md_maxphys / vxio:vol_maxio for SVM / VxVM volumes, §4.5)")
 _LINUX = ("Linux: raise read-ahead (blockdev --setra 2048 /dev/<dev>, or "
           "/sys/block/<dev>/queue/read_ahead_kb = 1024) and check max_sectors_kb allows large "
@@ -213,7 +213,7 @@ def _finding(ctx: AnalysisContext, dev: DeviceContext, run: Run, found: Matches,
         explanation = (f"Most of these requests are sequential, yet each moves only "
                        f"{fmt_num(areq)} kB, so the device performs {fmt_rate(iops)} where a "
                        f"few large transfers would do. {verb.capitalize()} merges a sequential "
-                       "stream into large transfers: seed 001 cut a 500 MB copy to a third of "
+                       "stream into large transfers: [Goodus] cut a 500 MB copy to a third of "
                        "its time by raising UFS maxcontig from 6 (48 KB clusters) to 128 "
                        "(1 MB).")
     else:
@@ -222,13 +222,13 @@ def _finding(ctx: AnalysisContext, dev: DeviceContext, run: Run, found: Matches,
         explanation = (f"The device spends its time on many small requests ({fmt_num(areq)} kB "
                        "each). This source does not say whether they are sequential; if the "
                        "workload is sequential (a copy, a backup, a full scan, a file being "
-                       f"written), {verb} would merge them into large transfers - seed 001's "
+                       f"written), {verb} would merge them into large transfers - [Goodus]'s "
                        "500 MB copy ran ~3x faster with 1 MB clusters instead of 48 KB.")
     hints = _HINTS.get(dev.source, [_LINUX, _DB])
     suggestion = ("Enlarge transfers for the sequential work: " + "; ".join(hints) + ". Do "
                   "not do this for file systems holding many small random files (web, mail): "
-                  "read-ahead then reads data nobody asked for and wastes the device (seed "
-                  "001 §4.6).")
+                  "read-ahead then reads data nobody asked for and wastes the device "
+                  "([Goodus] §4.6).")
     return run_finding(RULE_ID, dev, run, found,
                        severity="warning" if seq_method is not None else "info",
                        title=title, evidence=evidence, explanation=explanation,

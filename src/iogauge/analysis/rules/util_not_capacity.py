@@ -1,17 +1,17 @@
 """What the data cannot say: %util that is not a capacity measure, and missing latency.
 
 Two "cannot judge" notes (severity ``info``), so that silence is never mistaken for health
-(DESIGN §7 "Honest"):
+(an honest "cannot judge"):
 
 1. **High %util on a device where %util is not capacity.** %util is the share of time at
    least one request was in flight. sysstat's iostat(1) manual: "Device saturation occurs
    when this value is close to 100% for devices serving requests serially. But for devices
    serving requests in parallel, such as RAID arrays and modern SSDs, this number does not
-   reflect their performance limits." (DESIGN §4; seed 004 lists it among the method's
+   reflect their performance limits." ([sysstat] iostat(1); [Oe] lists it among the method's
    weaknesses.) For devices with ``util_is_capacity`` False (SSD/NVMe/RAID/cloud profiles,
    dm/md, ranks...), unknown (None: no profile, no rotational flag), or whose %util exceeds
    100 % anywhere (only parallel service or a differently counted busy can do that), a run
-   of windows at >= :data:`HIGH_UTIL_PCT` = 80 % (the low end of seed 004's knee band, where
+   of windows at >= :data:`HIGH_UTIL_PCT` = 80 % (the low end of [Oe]'s knee band, where
    a one-at-a-time device would be near saturation) gets one note per device: it does not
    mean saturation, look at response time and queue instead - with the window's values.
 2. **No response time at all** (``await_ms``, ``r_await_ms``, ``w_await_ms`` all null, e.g.
@@ -175,7 +175,7 @@ def _no_latency(dev: DeviceContext) -> list[Finding]:
         Evidence("util_pct", "reported" if has_util else "not reported", ""),
     ]
     explanation = ("The source reports no response time for this device, so the rules "
-                   "that judge response time (targets, seed 001's service-time rule, "
+                   "that judge response time (targets, [Goodus]'s service-time rule, "
                    "queueing, drop-off) cannot say whether it was slow. A verdict on it rests "
                    "on load alone" + (" and %util." if has_util else "."))
     suggestion = ("Collect extended statistics: iostat -x (r_await/w_await), sar -d, "
