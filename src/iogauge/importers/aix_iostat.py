@@ -82,8 +82,7 @@ import polars as pl
 
 from iogauge.errors import InputFormatError
 from iogauge.importers import first_report
-from iogauge.importers.base import Source
-from iogauge.importers.unix_sar import (
+from iogauge.importers._lines import (
     LineCarry,
     host_fallback,
     line_frames,
@@ -92,6 +91,8 @@ from iogauge.importers.unix_sar import (
     refuse_rows,
     start_local,
 )
+from iogauge.importers.base import Source
+from iogauge.importers.io import decode
 from iogauge.model import timeline
 from iogauge.model.sampleframe import TS_DTYPE, SampleFrame
 
@@ -121,6 +122,11 @@ def sniff(head: str) -> bool:
     return bool(_SNIFF.search(head) or _SNIFF_LONG.search(head))
 
 
+def sniff_bytes(head: bytes) -> bool:
+    """:func:`sniff` of the decoded ``head``."""
+    return sniff(decode(head))
+
+
 def _value(tok: pl.Expr, field: str) -> pl.Expr:
     """A printed AIX value in base units (bytes, counts, milliseconds); null if malformed."""
     g = tok.str.extract_groups(r"^((?:\d+\.?\d*|\.\d+))([A-Za-z]?)$")
@@ -141,7 +147,7 @@ _LONG_DATA_RE = (r"^\s*\S+(?:\s+(?:(?:\d+\.?\d*|\.\d+)[A-Za-z]?|\d{1,2}:\d{2}:\d
 @dataclass
 class _Carry(LineCarry):
     """What one piece of a file hands on to the next (:func:`iter_parse`), besides the
-    held-back lines of :class:`~iogauge.importers.unix_sar.LineCarry`: its last report.
+    held-back lines of :class:`~iogauge.importers._lines.LineCarry`: its last report.
 
     Attributes:
         first: no report has been given out yet.

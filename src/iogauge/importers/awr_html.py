@@ -8,7 +8,11 @@ refused with a clear reason: its tables hold a row per instance.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from typing import BinaryIO
+
 from iogauge.importers.base import Source
+from iogauge.importers.io import decode
 from iogauge.importers.oracle.html import RAC_TITLE_RE, TITLE_RE, parse_html
 from iogauge.model.sampleframe import SampleFrame
 
@@ -21,6 +25,16 @@ def sniff(head: str) -> bool:
     return bool(TITLE_RE.search(head) or RAC_TITLE_RE.search(head))
 
 
+def sniff_bytes(head: bytes) -> bool:
+    """:func:`sniff` of the decoded ``head``."""
+    return sniff(decode(head))
+
+
 def parse(data: bytes, source: Source) -> SampleFrame:
     """An AWR HTML report -> tablespace/datafile rows; wait events go to ``source.waits``."""
     return parse_html(data, source, fmt="awr")
+
+
+def iter_parse(stream: BinaryIO, source: Source) -> Iterator[SampleFrame]:
+    """:func:`parse` of the whole stream (an HTML report is parsed as one document)."""
+    yield parse(stream.read(), source)

@@ -68,12 +68,12 @@ import polars as pl
 from iogauge.collector.sysfs import guess_parent, kind_from_name
 from iogauge.errors import InputFormatError
 from iogauge.importers import timestamps as tsx
+from iogauge.importers._lines import LineCarry, report_frames
 from iogauge.importers.base import Source
-from iogauge.importers.io import head_then
-from iogauge.importers.iostat_text import COLUMNS, UNKNOWN_INTERVAL_S, ColumnSpec
+from iogauge.importers.io import decode, head_then
+from iogauge.importers.iostat import COLUMNS, UNKNOWN_INTERVAL_S, ColumnSpec
 from iogauge.importers.json_objects import decode_objects, drop_bad_entries
 from iogauge.importers.json_stream import Batch, HostsDocument
-from iogauge.importers.unix_sar import LineCarry, report_frames
 from iogauge.model.sampleframe import SampleFrame
 
 NAME = "iostat-json"
@@ -122,6 +122,11 @@ def sniff(head: str) -> bool:
     sadf markers (object timestamps, sysdata-version, file-date, disk-device)."""
     return bool(_SNIFF_SYSSTAT.search(head) and _SNIFF_DISK.search(head)
                 and not _SNIFF_NOT.search(head))
+
+
+def sniff_bytes(head: bytes) -> bool:
+    """:func:`sniff` of the decoded ``head``."""
+    return sniff(decode(head))
 
 
 # ---- iostat's own layout, read in pieces ---------------------------------------------------

@@ -99,6 +99,7 @@ import polars as pl
 
 from iogauge.errors import InputFormatError
 from iogauge.importers.base import Source
+from iogauge.importers.io import decode
 from iogauge.model.sampleframe import SCHEMA, TS_DTYPE, SampleFrame
 
 NAME = "perfmon"
@@ -155,6 +156,11 @@ def sniff(head: str) -> bool:
     """The first non-blank line starts with the PDH format cell."""
     start = head.lstrip("\ufeff \t\r\n")
     return start.startswith(('"(PDH-CSV 4.0)', '"(PDH-TSV 4.0)'))
+
+
+def sniff_bytes(head: bytes) -> bool:
+    """:func:`sniff` of the decoded ``head``."""
+    return sniff(decode(head))
 
 
 # ---- decoding ----------------------------------------------------------------------------

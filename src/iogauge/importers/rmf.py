@@ -148,8 +148,9 @@ from typing import Any, BinaryIO
 import numpy as np
 import polars as pl
 
+from iogauge.importers._lines import pieces
 from iogauge.importers.base import Source
-from iogauge.importers.io import decode, line_pieces
+from iogauge.importers.io import decode
 from iogauge.model.sampleframe import SCHEMA, SampleFrame
 
 NAME = "rmf"
@@ -197,6 +198,11 @@ def sniff(head: str) -> bool:
         return False
     collapsed = re.sub(r"\s+", "", head)
     return any(t in collapsed for t in _SNIFF_TITLES)
+
+
+def sniff_bytes(head: bytes) -> bool:
+    """:func:`sniff` of the decoded ``head``."""
+    return sniff(decode(head))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -378,7 +384,7 @@ def _pieces(stream: BinaryIO, chunk_bytes: int) -> Iterator[tuple[int, list[str]
     as split (``\\r`` not yet removed), and the last line of a file cut off inside it (no
     line end) apart, or None."""
     first = 1
-    for data, last in line_pieces(stream, chunk_bytes):
+    for data, last in pieces(stream, chunk_bytes):
         cut = last and bool(data) and not data.endswith(b"\n")
         # split on \n only: str.splitlines() would also break at form feeds and shift line
         # numbers

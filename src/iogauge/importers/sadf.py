@@ -40,8 +40,9 @@ import polars as pl
 
 from iogauge.errors import InputFormatError
 from iogauge.importers import sadf_common, sadf_json
+from iogauge.importers._lines import LineCarry, line_frames
 from iogauge.importers.base import Source
-from iogauge.importers.io import head_then
+from iogauge.importers.io import decode, head_then
 from iogauge.importers.sadf_common import fallback_host, utc_us
 from iogauge.importers.sar_text import (
     CPU_COLUMNS,
@@ -53,7 +54,6 @@ from iogauge.importers.sar_text import (
     report,
     to_float,
 )
-from iogauge.importers.unix_sar import LineCarry, line_frames
 from iogauge.model.sampleframe import SampleFrame
 
 NAME = sadf_common.NAME
@@ -82,6 +82,11 @@ def sniff(head: str) -> bool:
             continue  # a file may open with a restart mark (sa files begin at boot)
         return _CSV_HEADER_RE.match(text) is not None
     return False
+
+
+def sniff_bytes(head: bytes) -> bool:
+    """:func:`sniff` of the decoded ``head``."""
+    return sniff(decode(head))
 
 
 def parse(data: bytes, source: Source) -> SampleFrame:

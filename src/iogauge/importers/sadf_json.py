@@ -84,13 +84,13 @@ from typing import Any, BinaryIO
 import polars as pl
 
 from iogauge.errors import InputFormatError
+from iogauge.importers._lines import LineCarry, report_frames
 from iogauge.importers.base import Source
 from iogauge.importers.io import head_then
 from iogauge.importers.json_objects import decode_objects, drop_bad_entries
 from iogauge.importers.json_stream import HostsDocument
 from iogauge.importers.sadf_common import NAME, fallback_host, utc_us
 from iogauge.importers.sar_text import device_frame, report
-from iogauge.importers.unix_sar import LineCarry, report_frames
 from iogauge.model.sampleframe import SampleFrame
 
 #: Bytes read per piece by :func:`iter_parse`.

@@ -74,10 +74,10 @@ import polars as pl
 
 from iogauge.collector.sysfs import guess_parent, kind_from_name
 from iogauge.errors import InputFormatError
+from iogauge.importers._lines import LineCarry, line_frames
 from iogauge.importers.base import Source
 from iogauge.importers.io import compression_of, decode, encoding_of, is_read_error, open_binary
-from iogauge.importers.iostat_text import UNKNOWN_INTERVAL_S, ColumnSpec, human_value
-from iogauge.importers.unix_sar import LineCarry, line_frames
+from iogauge.importers.iostat import UNKNOWN_INTERVAL_S, ColumnSpec, human_value
 from iogauge.model.sampleframe import SampleFrame
 
 NAME = "sar"
@@ -327,6 +327,11 @@ def sniff(head: str) -> bool:
     if not _BANNER_RE.match(_first_text_line(head)):
         return False
     return _TIMED_LINE_RE.search(head) is not None
+
+
+def sniff_bytes(head: bytes) -> bool:
+    """:func:`sniff` of the decoded ``head``."""
+    return sniff(decode(head))
 
 
 # ---- parsing ------------------------------------------------------------------------------

@@ -75,9 +75,7 @@ import polars as pl
 
 from iogauge.errors import InputFormatError
 from iogauge.importers import first_report
-from iogauge.importers.base import Source
-from iogauge.importers.first_report import busiest
-from iogauge.importers.unix_sar import (
+from iogauge.importers._lines import (
     LineCarry,
     host_fallback,
     line_frames,
@@ -87,6 +85,9 @@ from iogauge.importers.unix_sar import (
     refuse_rows,
     start_local,
 )
+from iogauge.importers.base import Source
+from iogauge.importers.first_report import busiest
+from iogauge.importers.io import decode
 from iogauge.model import timeline
 from iogauge.model.sampleframe import TS_DTYPE, SampleFrame
 
@@ -128,6 +129,11 @@ def sniff(head: str) -> bool:
     return bool(re.search(_EXT_RE, head)) and bool(_HEADER_SNIFF.search(head))
 
 
+def sniff_bytes(head: bytes) -> bool:
+    """:func:`sniff` of the decoded ``head``."""
+    return sniff(decode(head))
+
+
 def _kind_parent() -> tuple[pl.Expr, pl.Expr]:
     """(device_kind, parent) from Solaris instance names (``sd0``, ``sd0,a``, ``nfs1``,
     ``ssd22.t2.fp0``) and ``-n`` descriptive names (``c0t0d0``, ``c0t0d0s0``, ``c0``,
@@ -162,7 +168,7 @@ CHUNK_BYTES = 4 << 20
 @dataclass
 class _Carry(LineCarry):
     """What one piece of a file hands on to the next (:func:`iter_parse`), besides the
-    held-back lines of :class:`~iogauge.importers.unix_sar.LineCarry`: its last report.
+    held-back lines of :class:`~iogauge.importers._lines.LineCarry`: its last report.
 
     Attributes:
         first: no report has been given out yet (the next one is the file's first, since
