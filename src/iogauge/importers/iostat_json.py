@@ -5,7 +5,7 @@ The document is ``{"sysstat": {"hosts": [{"nodename", "release", "date", "statis
 ...]}]}}`` (iostat.c ``write_json_*``). The disk keys are the text report's column names
 (``r/s``, ``rkB/s`` or ``rMB/s`` or ``rsec/s``, ``rareq-sz``, ``aqu-sz``, ``tps``,
 ``kB_read/s`` …), imported with the same mapping and unit conversions as the text importer
-(:data:`iogauge.importers.iostat_text.COLUMNS`), with these JSON-only spellings:
+(:data:`iogauge.importers.iostat.COLUMNS`), with these JSON-only spellings:
 
 * ``util`` is ``%util``; in 11.5+ ``rrqm``/``wrqm``/``drqm`` are ``%rrqm``/``%wrqm``/``%drqm``
   (the percentage of requests merged: the per-second counts are ``rrqm/s`` …);

@@ -1,6 +1,6 @@
 """z/OS RMF Postprocessor reports: DASD activity, cache subsystem activity, ESS rank statistics.
 
-Seed 000 (DESIGN.md §5.1) reads three RMF Postprocessor reports together: the DIRECT ACCESS
+[Yuge] reads three RMF Postprocessor reports together: the DIRECT ACCESS
 DEVICE ACTIVITY report (per-volume response time and its IOSQ/PEND/DISC/CONN breakdown), the
 CACHE SUBSYSTEM ACTIVITY report (the "application attributes": read/write mix, sequential vs
 "normal" (random) requests, hit ratios, destage) and the ESS RANK STATISTICS report (throughput

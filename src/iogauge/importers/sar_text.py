@@ -98,7 +98,7 @@ _HEADER = r"^[ \t]+[^\s\d+-]\S*[ \t]+[^\s\d+-]"
 _COMMENT = r"^[ \t]+COM[ \t]"
 
 #: sar/sadf device column -> (SampleFrame column, factor). Sectors are 512 bytes, so
-#: sectors/s -> kB/s and request sizes in sectors -> kB are exact halvings (DESIGN.md §3).
+#: sectors/s -> kB/s and request sizes in sectors -> kB are exact halvings ([sysstat] sar(1)).
 DEV_COLUMNS: dict[str, tuple[str, float]] = {
     "tps": ("iops", 1.0),
     "rd_sec/s": ("r_kBps", 0.5),
