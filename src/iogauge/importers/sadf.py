@@ -44,16 +44,16 @@ from iogauge.importers._lines import LineCarry, line_frames
 from iogauge.importers.base import Source
 from iogauge.importers.io import decode, head_then
 from iogauge.importers.sadf_common import fallback_host, utc_us
-from iogauge.importers.sar_text import (
+from iogauge.importers.sar_text.common import (
     CPU_COLUMNS,
     CPU_SYSTEM_PARTS,
     DEV_COLUMNS,
     decimal_comma,
-    device_frame,
     read_lines,
     report,
     to_float,
 )
+from iogauge.importers.sar_text.rows import device_frame
 from iogauge.model.sampleframe import SampleFrame
 
 NAME = sadf_common.NAME

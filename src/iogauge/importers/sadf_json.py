@@ -90,7 +90,8 @@ from iogauge.importers.io import head_then
 from iogauge.importers.json_objects import decode_objects, drop_bad_entries
 from iogauge.importers.json_stream import HostsDocument
 from iogauge.importers.sadf_common import NAME, fallback_host, utc_us
-from iogauge.importers.sar_text import device_frame, report
+from iogauge.importers.sar_text.common import report
+from iogauge.importers.sar_text.rows import device_frame
 from iogauge.model.sampleframe import SampleFrame
 
 #: Bytes read per piece by :func:`iter_parse`.
