@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from datetime import date
 
 import polars as pl
 
@@ -120,35 +121,9 @@ def _parse_piece(lines: pl.DataFrame, source: Source, carry: _Carry, *, cut_off:
                                          "line": [resume.header[1]]}, schema=lines.schema),
                            lines])
     df = _classify(lines)
-
-    # A file that does not end with a newline was cut in the middle of its last line.
-    cut_line: int | None = None
-    if cut_off:
-        last = df.filter(pl.col("line").is_not_null()).tail(1)
-        if last.height:
-            cut_line = int(last["line_no"][0])
-            source.note(f"file ends in the middle of line {cut_line} (cut off); that line was "
-                        "ignored")
-
-    first_banner = df.filter(pl.col("kind") == "banner")["line_no"].min()
-    if resume is not None:
-        first_banner = 0  # (the banner is above, in a part read before)
-    elif first_banner is None:
-        raise InputFormatError(source.path, 1, "no 'Linux <kernel> (<host>) <date>' banner: "
-                               "not sysstat sar output")
-    # (lines that may lie in a section iogauge does not read: judged once sections are known)
-    loose: list[tuple[int | None, str]] = []
-    for rec in df.filter((pl.col("kind") == "unknown")
-                         | (pl.col("kind").is_in(["header", "data", "restart"])
-                            & pl.col("bad_clock"))).select("line_no", "line", "kind").rows():
-        if rec[2] == "unknown":
-            loose.append((rec[0], f"not a sar line: {rec[1][:60]!r}"))
-        else:
-            loose.append((rec[0], f"invalid time of day in {rec[1][:30]!r}"))
-    early = df.filter((pl.col("line_no") < first_banner)
-                      & pl.col("kind").is_in(["header", "data", "restart"]))
-    problems += [(n, "sar line before the 'Linux ...' banner") for n in early["line_no"]]
-
+    cut_line = _cut_line(df, source, cut_off=cut_off)
+    first_banner = _first_banner(df, source, resume)
+    loose = _loose_lines(df, first_banner, problems)
     # Sections: a header opens one; data rows belong to the header that opened their run.
     df = df.with_columns(
         blk=pl.when(pl.col("kind") == "header").then(pl.col("line_no")).otherwise(None)
@@ -162,6 +137,89 @@ def _parse_piece(lines: pl.DataFrame, source: Source, carry: _Carry, *, cut_off:
             .otherwise(pl.col("kind")))
     headers = df.filter(pl.col("kind") == "header").with_columns(tokens=_tokens())
     banners = df.filter(pl.col("kind") == "banner")
+    blocks, dates = _blocks_of(df, headers, banners, problems, source, carry, resume)
+    # Every sample line's section and time (for the midnight wraps below); the lines
+    # themselves only of the device and CPU sections, the ones read (a sar -A report has
+    # dozens of others: copying all their lines cost ~0.2 GB on a 100 MB file).
+    samples = df.filter(pl.col("kind") == "data").select("blk", "line_no", "tod")
+    orphans = samples.filter(pl.col("blk").is_null() & (pl.col("line_no") > first_banner))
+    # sar prints a new header after every LINUX RESTART (with the time the next rates start
+    # from), so a sample without one has no known interval start: refused, never guessed.
+    loose += [(n, ("sample line not under a column header (a blank line, 'Average:' or "
+                  "LINUX RESTART line ended its section)")) for n in orphans["line_no"]]
+    problems += _strict_only(df, blocks, loose, carry)
+    samples = samples.filter(pl.col("blk").is_not_null())
+    read_blks = [b for b, blk in blocks.items() if blk.kind in ("dev", "cpu")]
+    data_rows = df.filter((pl.col("kind") == "data") & pl.col("blk").is_in(read_blks))
+    carry.summaries += int((df["kind"] == "summary").sum())
+    restarts = df.filter(pl.col("kind") == "restart")
+    carry.restarts += restarts.height
+    timed = _timed(headers, samples, banners, restarts, dates, blocks, problems, carry, resume)
+    timed = _with_utc(timed, lines, source, carry)
+    dev = _device_rows(timed, data_rows, blocks, problems, source)
+    cpu = _cpu_rows(timed, data_rows, blocks, problems)
+    if resume is not None and carry.cpu is not None and carry.cpu.height:
+        cpu = pl.concat([carry.cpu, cpu], how="diagonal_relaxed").unique(
+            subset=["host", "utc_us"], keep="first", maintain_order=True)
+    carry.cpu = cpu
+    report(source, problems)
+    if dev.height == 0:
+        return None
+    carry.rows = True
+    if final:
+        dev = _drop_cut_interval(dev, cut, df, source)
+    return device_frame(dev.drop("blk"), cpu, name=NAME, order="line_no")
+
+
+def _cut_line(df: pl.DataFrame, source: Source, *, cut_off: bool) -> int | None:
+    """A file that does not end with a newline was cut in the middle of its last line: that
+    line's number, noted (None: not cut)."""
+    if not cut_off:
+        return None
+    last = df.filter(pl.col("line").is_not_null()).tail(1)
+    if not last.height:
+        return None
+    cut_line = int(last["line_no"][0])
+    source.note(f"file ends in the middle of line {cut_line} (cut off); that line was "
+                "ignored")
+    return cut_line
+
+
+def _first_banner(df: pl.DataFrame, source: Source, resume: _Resume | None) -> int:
+    """The line of the piece's first ``Linux ...`` banner (0 when a piece continues a report
+    whose banner was read before)."""
+    if resume is not None:
+        return 0  # (the banner is above, in a part read before)
+    first_banner = df.filter(pl.col("kind") == "banner")["line_no"].min()
+    if first_banner is None:
+        raise InputFormatError(source.path, 1, "no 'Linux <kernel> (<host>) <date>' banner: "
+                               "not sysstat sar output")
+    return int(first_banner)  # type: ignore[arg-type]
+
+
+def _loose_lines(df: pl.DataFrame, first_banner: int,
+                 problems: list[tuple[int | None, str]]) -> list[tuple[int | None, str]]:
+    """Lines that may lie in a section iogauge does not read (judged once sections are
+    known); sar lines before the banner go to ``problems``."""
+    loose: list[tuple[int | None, str]] = []
+    for rec in df.filter((pl.col("kind") == "unknown")
+                         | (pl.col("kind").is_in(["header", "data", "restart"])
+                            & pl.col("bad_clock"))).select("line_no", "line", "kind").rows():
+        if rec[2] == "unknown":
+            loose.append((rec[0], f"not a sar line: {rec[1][:60]!r}"))
+        else:
+            loose.append((rec[0], f"invalid time of day in {rec[1][:30]!r}"))
+    early = df.filter((pl.col("line_no") < first_banner)
+                      & pl.col("kind").is_in(["header", "data", "restart"]))
+    problems += [(n, "sar line before the 'Linux ...' banner") for n in early["line_no"]]
+    return loose
+
+
+def _blocks_of(df: pl.DataFrame, headers: pl.DataFrame, banners: pl.DataFrame,
+               problems: list[tuple[int | None, str]], source: Source, carry: _Carry,
+               resume: _Resume | None) -> tuple[dict[int, _Block], dict[int, date | None]]:
+    """The sections of the piece by header line, with their hosts, and the banner dates by
+    line; the carry learns the last banner's host, the open section and the zone's dates."""
     hosts, dates, zone_date_alts = _banner_info(banners, problems)
     banner_lines = banners["line_no"].to_list()
     if resume is not None:
@@ -183,25 +241,16 @@ def _parse_piece(lines: pl.DataFrame, source: Source, carry: _Carry, *, cut_off:
         else None
     if any(b.kind == "dev" for b in blocks.values()):
         carry.dev = True
+    return blocks, dates
 
-    # Every sample line's section and time (for the midnight wraps below); the lines
-    # themselves only of the device and CPU sections, the ones read (a sar -A report has
-    # dozens of others: copying all their lines cost ~0.2 GB on a 100 MB file).
-    samples = df.filter(pl.col("kind") == "data").select("blk", "line_no", "tod")
-    orphans = samples.filter(pl.col("blk").is_null() & (pl.col("line_no") > first_banner))
-    # sar prints a new header after every LINUX RESTART (with the time the next rates start
-    # from), so a sample without one has no known interval start: refused, never guessed.
-    loose += [(n, ("sample line not under a column header (a blank line, 'Average:' or "
-                  "LINUX RESTART line ended its section)")) for n in orphans["line_no"]]
-    problems += _strict_only(df, blocks, loose, carry)
-    samples = samples.filter(pl.col("blk").is_not_null())
-    read_blks = [b for b, blk in blocks.items() if blk.kind in ("dev", "cpu")]
-    data_rows = df.filter((pl.col("kind") == "data") & pl.col("blk").is_in(read_blks))
-    carry.summaries += int((df["kind"] == "summary").sum())
-    restarts = df.filter(pl.col("kind") == "restart")
-    carry.restarts += restarts.height
 
-    # Midnight wraps and DST folds inside each section, vectorised.
+def _timed(headers: pl.DataFrame, samples: pl.DataFrame, banners: pl.DataFrame,
+           restarts: pl.DataFrame, dates: dict[int, date | None], blocks: dict[int, _Block],
+           problems: list[tuple[int | None, str]], carry: _Carry, resume: _Resume | None
+           ) -> pl.DataFrame:
+    """Every header and sample line's local time (``local``, s) and daylight-saving
+    ``fold``: midnight wraps and DST folds inside each section, vectorised, and each
+    section placed in time (:func:`_place_blocks`)."""
     seq = pl.concat([headers.select("blk", "line_no", "tod"),
                      samples]).sort("line_no")
     step = pl.col("tod").shift(1).over("blk") - pl.col("tod")
@@ -213,7 +262,6 @@ def _parse_piece(lines: pl.DataFrame, source: Source, carry: _Carry, *, cut_off:
     agg = seq.group_by("blk").agg(pl.col("day").last(), pl.col("tod").last(),
                                   pl.col("fold_seen").last())
     ends = {b: _BlockEnd(d, t, f) for b, d, t, f in agg.iter_rows()}
-
     events = pl.concat([
         banners.select("line_no", pl.lit("banner").alias("kind"), "tod"),
         restarts.select("line_no", pl.lit("restart").alias("kind"), "tod"),
@@ -224,17 +272,21 @@ def _parse_piece(lines: pl.DataFrame, source: Source, carry: _Carry, *, cut_off:
     carry.place = _place_blocks(
         events, blocks, ends, problems, resume.place if resume is not None else None,
         resume.header[0] if resume is not None and resume.header is not None else None)
-
     block_info = pl.DataFrame(
         {"blk": list(blocks), "day0": [b.day0_local for b in blocks.values()],
          "start_fold": [b.start_fold for b in blocks.values()],
          "host": [b.host for b in blocks.values()]},
         schema={"blk": pl.Int64(), "day0": pl.Int64(), "start_fold": pl.Boolean(),
                 "host": pl.String()})
-    timed = seq.join(block_info, on="blk", how="left").with_columns(
+    return seq.join(block_info, on="blk", how="left").with_columns(
         local=pl.col("day0") + pl.col("day") * _DAY_S + pl.col("tod"),
         fold=pl.col("fold_seen") | (pl.col("start_fold") & (pl.col("day") == 0)))
 
+
+def _with_utc(timed: pl.DataFrame, lines: pl.DataFrame, source: Source, carry: _Carry
+              ) -> pl.DataFrame:
+    """``timed`` with ``utc_us``: the local times in the file's zone (a ksar footer's
+    offset, ``--tz``), else taken as UTC with a note."""
     zone, offset = _zone_of(lines, source, carry)
     if zone is None and offset is None:
         zone_note(source, "sar times")
@@ -242,19 +294,4 @@ def _parse_piece(lines: pl.DataFrame, source: Source, carry: _Carry, *, cut_off:
         utc_us = (timed["local"] - (offset or 0)) * 1_000_000
     else:
         utc_us = local_to_utc_us(timed["local"], timed["fold"], zone)
-    timed = timed.with_columns(utc_us.alias("utc_us"))
-
-    dev = _device_rows(timed, data_rows, blocks, problems, source)
-    cpu = _cpu_rows(timed, data_rows, blocks, problems)
-    if resume is not None and carry.cpu is not None and carry.cpu.height:
-        cpu = pl.concat([carry.cpu, cpu], how="diagonal_relaxed").unique(
-            subset=["host", "utc_us"], keep="first", maintain_order=True)
-    carry.cpu = cpu
-    report(source, problems)
-    if dev.height == 0:
-        return None
-    carry.rows = True
-
-    if final:
-        dev = _drop_cut_interval(dev, cut, df, source)
-    return device_frame(dev.drop("blk"), cpu, name=NAME, order="line_no")
+    return timed.with_columns(utc_us.alias("utc_us"))
