@@ -326,6 +326,11 @@ def _parse_piece(lines: pl.DataFrame, source: Source, carry: _Carry, *, final: b
     return SampleFrame(out.sort("ts", maintain_order=True))
 
 
+#: The header words of each section of an ``iostat -D`` block.
+_SECTION_WORDS: dict[str, tuple[str, ...]] = {
+    "xfer": _XFER, "read": ("rps", *_RW_FULL), "write": ("wps", *_RW_FULL), "queue": _QUEUE}
+
+
 def _block_rows(df: pl.DataFrame, source: Source, base: int = 0, *, final: bool = True
                 ) -> pl.DataFrame:
     """Pivot the xfer/read/write/queue header+values line pairs into one row per block (of
@@ -344,29 +349,7 @@ def _block_rows(df: pl.DataFrame, source: Source, base: int = 0, *, final: bool 
     # a value line belongs to the header right above it
     values = values.with_columns(
         (pl.col("under").is_null()).alias("orphan"))
-    names = {"xfer": _XFER, "read": ("rps", *_RW_FULL), "write": ("wps", *_RW_FULL),
-             "queue": _QUEUE}
-    # check the header words of every section kind
-    hdr_words = headers.with_columns(
-        pl.when(pl.col("kind") == "xfer").then(pl.col("line").str.extract(_XFER_RE, 2))
-        .otherwise(pl.col("line").str.extract(_SUB_RE, 2)).str.extract_all(r"\S+")
-        .alias("words"))
-    # Checked per distinct header text, not per header line (a long log repeats four
-    # headers per disk per report; a Python loop over them cost seconds per 100 MB).
-    hdr_words = hdr_words.with_columns(pl.col("words").list.join(" ").alias("text"))
-    timed = False
-    for k, expect in names.items():
-        allowed = [" ".join(expect)]
-        if k == "xfer":
-            allowed.append(" ".join((*expect, "time")))
-            timed = bool(hdr_words.filter((pl.col("kind") == k)
-                                          & (pl.col("text") == allowed[1])).height)
-        wrong = hdr_words.filter((pl.col("kind") == k)
-                                 & ~pl.col("text").is_in(allowed).fill_null(False))
-        if wrong.height:
-            line_no, text = wrong.sort("line_no").select("line_no", "text").row(0)
-            raise InputFormatError(source.path, int(line_no), f"AIX iostat -D {k}: header "
-                                   f"is '{text}', expected '{' '.join(expect)}'")
+    timed = _headers_checked(headers, source)
     # report numbers (_numbered) counted before any block is refused, so that a bad block
     # (--lenient) does not shift the disk's later blocks into other reports
     blocks = _numbered(headers.filter(pl.col("kind") == "xfer")
@@ -383,42 +366,83 @@ def _block_rows(df: pl.DataFrame, source: Source, base: int = 0, *, final: bool 
         pl.format("second value line under one {}: header: '{}'", pl.col("under"),
                   pl.col("line")).alias("reason")))
     values = values.join(dup.select("line_no"), on="line_no", how="anti")
-
     wide = blocks
     reasons: list[pl.DataFrame] = []
-    for k, fields in names.items():
-        part = values.filter(pl.col("under") == k)
-        extra = ["time"] if (k == "xfer" and timed) else []
-        cols = [*fields, *extra]
-        pref = {"read": "r_", "write": "w_"}.get(k, "")
-        exprs = []
-        for i, f in enumerate(cols):
-            t = pl.col("tok").list.get(i, null_on_oob=True)
-            if f == "time":
-                exprs.append(t.alias("time"))
-            else:
-                name = f if f in ("rps", "wps") or not pref else pref + f
-                exprs.append(_value(t, f).alias(name))
-        part = part.with_columns(*exprs)
-        numeric = [e.meta.output_name() for e in exprs if e.meta.output_name() != "time"]
-        bad = (pl.when(pl.col("n") != len(cols))
-               .then(pl.format("AIX iostat -D {} values: {} fields, expected {} ({}): '{}'",
-                               pl.lit(k), pl.col("n"), pl.lit(len(cols)), pl.lit(" ".join(cols)),
-                               pl.col("line")))
-               .when(pl.any_horizontal([pl.col(c).is_null() for c in numeric]))
-               .then(pl.format("AIX iostat -D {} values are not all numbers: '{}'", pl.lit(k),
-                               pl.col("line")))
-               .when(pl.col("time").str.contains(_TIME_RE).not_() if extra else pl.lit(False))
-               .then(pl.format("AIX iostat -D time is not HH:MM:SS: '{}'", pl.col("line")))
-               .otherwise(None))
-        part = part.with_columns(bad.alias("reason"))
-        reasons.append(part.filter(pl.col("reason").is_not_null()).select("block", "line_no",
-                                                                          "reason"))
-        keep = part.filter(pl.col("reason").is_null()).select(
-            "block", *numeric, *(["time"] if extra else []))
+    for k, fields in _SECTION_WORDS.items():
+        keep, bad = _section_values(values.filter(pl.col("under") == k), k, fields,
+                                    timed=timed)
+        reasons.append(bad)
         wide = wide.join(keep, on="block", how="left")
     bad_all = pl.concat(reasons)
     refuse_rows(source, bad_all)
+    return _complete_blocks(wide, bad_all, source, final=final)
+
+
+def _headers_checked(headers: pl.DataFrame, source: Source) -> bool:
+    """Refuse a section header whose words are not iostat -D's; whether the xfer headers
+    carry a ``time`` column (``-T``).
+
+    Checked per distinct header text, not per header line (a long log repeats four headers
+    per disk per report; a Python loop over them cost seconds per 100 MB)."""
+    hdr_words = headers.with_columns(
+        pl.when(pl.col("kind") == "xfer").then(pl.col("line").str.extract(_XFER_RE, 2))
+        .otherwise(pl.col("line").str.extract(_SUB_RE, 2)).str.extract_all(r"\S+")
+        .alias("words"))
+    hdr_words = hdr_words.with_columns(pl.col("words").list.join(" ").alias("text"))
+    timed = False
+    for k, expect in _SECTION_WORDS.items():
+        allowed = [" ".join(expect)]
+        if k == "xfer":
+            allowed.append(" ".join((*expect, "time")))
+            timed = bool(hdr_words.filter((pl.col("kind") == k)
+                                          & (pl.col("text") == allowed[1])).height)
+        wrong = hdr_words.filter((pl.col("kind") == k)
+                                 & ~pl.col("text").is_in(allowed).fill_null(False))
+        if wrong.height:
+            line_no, text = wrong.sort("line_no").select("line_no", "text").row(0)
+            raise InputFormatError(source.path, int(line_no), f"AIX iostat -D {k}: header "
+                                   f"is '{text}', expected '{' '.join(expect)}'")
+    return timed
+
+
+def _section_values(part: pl.DataFrame, k: str, fields: tuple[str, ...], *, timed: bool
+                    ) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """The value lines of one section kind ``k`` read (``block`` and the named values) and
+    the ones refused (``block``, ``line_no``, ``reason``)."""
+    extra = ["time"] if (k == "xfer" and timed) else []
+    cols = [*fields, *extra]
+    pref = {"read": "r_", "write": "w_"}.get(k, "")
+    exprs = []
+    for i, f in enumerate(cols):
+        t = pl.col("tok").list.get(i, null_on_oob=True)
+        if f == "time":
+            exprs.append(t.alias("time"))
+        else:
+            name = f if f in ("rps", "wps") or not pref else pref + f
+            exprs.append(_value(t, f).alias(name))
+    part = part.with_columns(*exprs)
+    numeric = [e.meta.output_name() for e in exprs if e.meta.output_name() != "time"]
+    bad = (pl.when(pl.col("n") != len(cols))
+           .then(pl.format("AIX iostat -D {} values: {} fields, expected {} ({}): '{}'",
+                           pl.lit(k), pl.col("n"), pl.lit(len(cols)), pl.lit(" ".join(cols)),
+                           pl.col("line")))
+           .when(pl.any_horizontal([pl.col(c).is_null() for c in numeric]))
+           .then(pl.format("AIX iostat -D {} values are not all numbers: '{}'", pl.lit(k),
+                           pl.col("line")))
+           .when(pl.col("time").str.contains(_TIME_RE).not_() if extra else pl.lit(False))
+           .then(pl.format("AIX iostat -D time is not HH:MM:SS: '{}'", pl.col("line")))
+           .otherwise(None))
+    part = part.with_columns(bad.alias("reason"))
+    keep = part.filter(pl.col("reason").is_null()).select(
+        "block", *numeric, *(["time"] if extra else []))
+    return keep, part.filter(pl.col("reason").is_not_null()).select("block", "line_no",
+                                                                    "reason")
+
+
+def _complete_blocks(wide: pl.DataFrame, bad_all: pl.DataFrame, source: Source, *,
+                     final: bool) -> pl.DataFrame:
+    """The blocks that have every section; an incomplete one is refused, but for the last
+    block of a ``final`` piece (the file ends inside it: noted)."""
     needed = ["tps", "rps", "wps", "avgtime"]
     complete = wide.filter(pl.all_horizontal([pl.col(c).is_not_null() for c in needed]))
     incomplete = wide.join(complete.select("block"), on="block", how="anti").join(
