@@ -333,69 +333,17 @@ def _parse_piece(lines: pl.DataFrame, source: Source, carry: _Carry, *, final: b
     whole = not cut
     if lines.height == 0 or lines["line"].null_count() == lines.height:
         return None  # (blank lines only: a file of nothing else is "empty")
-    line = pl.col("line")
-    t0 = line.str.extract(r"^\s*(\S+)", 1)
-    # without a final line break the last line may be cut ("08:40:00   i"): never a header
-    partial = (pl.col("line_no") == carry.lines_read) & pl.lit(not whole)
-    is_time0 = t0.str.contains(_TIME_RE).fill_null(False)
-    restart = is_time0 & line.str.contains(r"\sunix\s+restarts").fill_null(False)
-    # Led by a time stamp, with a second token and no number after it: "08:00:00 device
-    # %busy ...". (The time itself is never a number token, so any number token follows it.)
-    two_tokens = line.str.contains(r"^\s*\S+\s+\S").fill_null(False)
-    number_after = line.str.contains(_NUMBER_FIELD_RE).fill_null(False)
-    df = lines.with_columns(
-        is_time0.alias("is_time0"),
-        restart.alias("restart"),
-        line.str.contains(_OS_RE).fill_null(False).alias("is_os"),
-        (is_time0 & two_tokens & ~restart & ~number_after & ~partial).alias("is_header"),
-    ).with_columns(
-        pl.col("is_os").cum_sum().alias("os_block"),
-        (pl.col("is_header") | pl.col("is_os")).cum_sum().alias("section"),
-    )
+    df = _sectioned(lines, carry, whole=whole)
     del lines  # df shares its line column: the lines go with df, before the rows are finished
-
-    # --- OS header lines: OS, host, release and date of each block --------------------------
-    os_rows = df.filter(pl.col("is_os")).select(
-        "os_block", pl.col("line").str.extract_groups(_OS_RE).alias("g"))
-    os_info: dict[int, dict[str, Any]] = {}
-    for block, g in os_rows.iter_rows():
-        try:
-            day = date(_year(g["6"]), int(g["4"]), int(g["5"]))
-        except ValueError as exc:
-            raise InputFormatError(source.path, None, f"header date "
-                                   f"{g['4']}/{g['5']}/{g['6']} is not a date") from exc
-        release = (g["3"] or "").split()
-        os_info[int(block)] = {"os": g["1"], "host": g["2"], "date": day,
-                               "release": release[0] if release else ""}
-
-    # --- section headers: which sections are sar -d / sar -u, and their layouts --------------
-    headers = df.filter(pl.col("is_header")).select(
-        "section", "os_block", "line_no", t0.alias("t0"),
-        pl.col("line").str.extract_all(r"\S+").list.slice(1).alias("cols"))
+    os_info = _os_blocks(df, source)
     # (a section that reaches the end of the file without its Average block was cut off;
     # the end of a piece that is not the last is a report's end)
     last_section = max_int(df["section"]) if final else -1
-    starts = _section_starts(df)
-    wanted: list[_Wanted] = []
-    any_busy = False
-    for section, os_block, hdr_line, hdr_time, hdr_cols in headers.iter_rows():
-        cols = tuple(hdr_cols)
-        any_busy = any_busy or "%busy" in cols
-        is_disk = "device" in cols and "%busy" in cols and cols[0] == "device"
-        is_cpu = bool(cols) and cols[0] == "%usr" and "%idle" in cols
-        if not (is_disk or is_cpu):
-            continue
-        info = os_info.get(int(os_block))
-        base = _base_date(info, source, int(hdr_line))
-        end = starts[section] if section < len(starts) else df.height
-        wanted.append((starts[section - 1], end, int(section), str(hdr_time), base,
-                       ("disk" if is_disk else "cpu", cols, info["os"] if info else None)))
-
+    wanted, any_busy = _wanted_sections(df, os_info, source)
     disk_frames, cpu_frames, bad = _read_sections(df, wanted, last_section, whole, source)
     del df  # the lines: what follows holds only the rows read from them
     if bad:
         refuse_rows(source, pl.concat(bad))
-
     carry.busy = carry.busy or any_busy
     if not disk_frames:
         return None
@@ -423,6 +371,73 @@ def _parse_piece(lines: pl.DataFrame, source: Source, carry: _Carry, *, final: b
         source.note("Solaris 10 and later do not measure %wio (sar prints 0): cpu_iowait_pct "
                     "left null")
     return _finish(disks, source, os_info)
+
+
+def _sectioned(lines: pl.DataFrame, carry: _Carry, *, whole: bool) -> pl.DataFrame:
+    """The lines with their kind (time-led, restart, OS header, section header), the OS
+    block and the section each is in."""
+    line = pl.col("line")
+    t0 = line.str.extract(r"^\s*(\S+)", 1)
+    # without a final line break the last line may be cut ("08:40:00   i"): never a header
+    partial = (pl.col("line_no") == carry.lines_read) & pl.lit(not whole)
+    is_time0 = t0.str.contains(_TIME_RE).fill_null(False)
+    restart = is_time0 & line.str.contains(r"\sunix\s+restarts").fill_null(False)
+    # Led by a time stamp, with a second token and no number after it: "08:00:00 device
+    # %busy ...". (The time itself is never a number token, so any number token follows it.)
+    two_tokens = line.str.contains(r"^\s*\S+\s+\S").fill_null(False)
+    number_after = line.str.contains(_NUMBER_FIELD_RE).fill_null(False)
+    return lines.with_columns(
+        is_time0.alias("is_time0"),
+        restart.alias("restart"),
+        line.str.contains(_OS_RE).fill_null(False).alias("is_os"),
+        (is_time0 & two_tokens & ~restart & ~number_after & ~partial).alias("is_header"),
+    ).with_columns(
+        pl.col("is_os").cum_sum().alias("os_block"),
+        (pl.col("is_header") | pl.col("is_os")).cum_sum().alias("section"),
+    )
+
+
+def _os_blocks(df: pl.DataFrame, source: Source) -> dict[int, dict[str, Any]]:
+    """OS header lines: the OS, host, release and date of each block."""
+    os_rows = df.filter(pl.col("is_os")).select(
+        "os_block", pl.col("line").str.extract_groups(_OS_RE).alias("g"))
+    os_info: dict[int, dict[str, Any]] = {}
+    for block, g in os_rows.iter_rows():
+        try:
+            day = date(_year(g["6"]), int(g["4"]), int(g["5"]))
+        except ValueError as exc:
+            raise InputFormatError(source.path, None, f"header date "
+                                   f"{g['4']}/{g['5']}/{g['6']} is not a date") from exc
+        release = (g["3"] or "").split()
+        os_info[int(block)] = {"os": g["1"], "host": g["2"], "date": day,
+                               "release": release[0] if release else ""}
+    return os_info
+
+
+def _wanted_sections(df: pl.DataFrame, os_info: dict[int, dict[str, Any]], source: Source
+                     ) -> tuple[list[_Wanted], bool]:
+    """Section headers: the sar -d and sar -u sections to read, with their layouts; and
+    whether any header has %busy."""
+    headers = df.filter(pl.col("is_header")).select(
+        "section", "os_block", "line_no",
+        pl.col("line").str.extract(r"^\s*(\S+)", 1).alias("t0"),
+        pl.col("line").str.extract_all(r"\S+").list.slice(1).alias("cols"))
+    starts = _section_starts(df)
+    wanted: list[_Wanted] = []
+    any_busy = False
+    for section, os_block, hdr_line, hdr_time, hdr_cols in headers.iter_rows():
+        cols = tuple(hdr_cols)
+        any_busy = any_busy or "%busy" in cols
+        is_disk = "device" in cols and "%busy" in cols and cols[0] == "device"
+        is_cpu = bool(cols) and cols[0] == "%usr" and "%idle" in cols
+        if not (is_disk or is_cpu):
+            continue
+        info = os_info.get(int(os_block))
+        base = _base_date(info, source, int(hdr_line))
+        end = starts[section] if section < len(starts) else df.height
+        wanted.append((starts[section - 1], end, int(section), str(hdr_time), base,
+                       ("disk" if is_disk else "cpu", cols, info["os"] if info else None)))
+    return wanted, any_busy
 
 
 def _read_sections(df: pl.DataFrame, wanted: list[_Wanted], last_section: int, whole: bool,
