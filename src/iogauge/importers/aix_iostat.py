@@ -76,6 +76,7 @@ import io
 import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
+from datetime import datetime
 from typing import BinaryIO
 
 import polars as pl
@@ -576,45 +577,9 @@ def _with_times(rows: pl.DataFrame, source: Source, carry: _Carry, base: int,
         if start is None:
             raise InputFormatError(source.path, None, "AIX iostat -T prints times of day but "
                                    "no date: supply the date the run started (--start)")
-        new = (rows.filter(pl.col("time").is_not_null())
-               .group_by("rid").agg(pl.col("time").first()).sort("rid"))
-        parts = pl.col("time").str.split(":")
-        sod = (parts.list.get(0).cast(pl.Int64) * 3600 + parts.list.get(1).cast(pl.Int64) * 60
-               + parts.list.get(2).cast(pl.Int64))
-        times = new.with_columns(sod.alias("sod"))
-        if carry.last_sod is None and times.height:
-            # a first time of day before the start's means the run began just before midnight
-            start_sod = start.hour * 3600 + start.minute * 60 + start.second
-            carry.day = 1 if int(times["sod"][0]) < start_sod else 0
-        before = carry.last_sod if carry.last_sod is not None else -1
-        back = (pl.col("sod") < pl.col("sod").shift(1, fill_value=before)).cum_sum()
-        day0 = pl.lit(start.date()).cast(pl.Datetime("us"))
-        times = (times.with_columns((back + carry.day).alias("day"))
-                 .with_columns((day0 + pl.duration(seconds=pl.col("sod")
-                                                   + pl.col("day") * 86400)).alias("ts_local")))
-        if times.height != n_reports - base:
-            raise InputFormatError(source.path, None, "some AIX iostat reports lack the -T time")
-        if times.height:
-            carry.last_sod = int(times["sod"][-1])
-            carry.day = int(times["day"][-1])
+        times = _times_of_day(rows, source, carry, start, base, n_reports)
     else:
-        if start is not None and (source.interval_s is None or source.interval_s <= 0):
-            raise InputFormatError(source.path, None, "these AIX iostat reports carry no time "
-                                   "stamps (iostat was run without -T): with --start, give "
-                                   "the sampling interval too (--interval)")
-        # without --start: report k (from 1) on the relative time line (model/timeline.py)
-        relative = start is None
-        if relative and first:
-            source.note(timeline.placement_note(source.interval_s))
-        step_us = round((source.interval_s or timeline.NOMINAL_INTERVAL_S) * 1e6)
-        origin = timeline.RELATIVE_EPOCH.replace(tzinfo=None) if start is None else start
-        # from the report before the piece's first: the one its interval starts at
-        times = pl.DataFrame({"rid": pl.int_range(max(base - 1, 0), n_reports,
-                                                  dtype=pl.Int64, eager=True)}).with_columns(
-            (pl.lit(origin).cast(pl.Datetime("us"))
-             + pl.duration(microseconds=(pl.col("rid") + (1 if relative else carry.lead))
-                           * step_us))
-            .alias("ts_local"))
+        times = _counted_times(source, carry, start, base, n_reports, first=first)
         known = None
     zoned = (pl.col("ts_local").dt.replace_time_zone("UTC") if not timed and start is None
              else localize(pl.col("ts_local"), source))
@@ -626,18 +591,7 @@ def _with_times(rows: pl.DataFrame, source: Source, carry: _Carry, base: int,
         (pl.col("ts").diff().dt.total_microseconds() / 1e6).alias("interval_s")
     ).filter(pl.col("rid") >= base)
     if first:
-        if source.interval_s is not None and source.interval_s > 0:
-            carry.regular_s = float(source.interval_s)
-        else:
-            diffs = times["interval_s"].drop_nulls()
-            diffs = diffs.filter(diffs > 0)
-            if diffs.len() == 0 and not timed and start is None:
-                diffs = pl.Series([timeline.NOMINAL_INTERVAL_S])
-            if diffs.len() == 0:
-                raise InputFormatError(source.path, None, "a single since-boot AIX iostat "
-                                       "report has no sampling interval: supply it with "
-                                       "--interval")
-            carry.regular_s = float(diffs.median())  # type: ignore[arg-type]
+        carry.regular_s = _regular_s(times, source, relative=not timed and start is None)
     times = times.with_columns(
         ((pl.col("rid") == 0) & boot).alias("since_boot"),
         pl.when(pl.col("rid") == 0).then(pl.lit(carry.regular_s)).otherwise(pl.col("interval_s"))
@@ -651,3 +605,69 @@ def _with_times(rows: pl.DataFrame, source: Source, carry: _Carry, base: int,
             "time stamp does not advance (interval {} s)", pl.col("interval_s")).alias("reason")))
         out = out.filter(pl.col("interval_s") > 0)
     return out
+
+
+def _times_of_day(rows: pl.DataFrame, source: Source, carry: _Carry, start: datetime,
+                  base: int, n_reports: int) -> pl.DataFrame:
+    """``-T`` reports: each report's ``ts_local`` from its time of day, dated from
+    ``--start`` and counting the midnights passed (across pieces, in the carry)."""
+    new = (rows.filter(pl.col("time").is_not_null())
+           .group_by("rid").agg(pl.col("time").first()).sort("rid"))
+    parts = pl.col("time").str.split(":")
+    sod = (parts.list.get(0).cast(pl.Int64) * 3600 + parts.list.get(1).cast(pl.Int64) * 60
+           + parts.list.get(2).cast(pl.Int64))
+    times = new.with_columns(sod.alias("sod"))
+    if carry.last_sod is None and times.height:
+        # a first time of day before the start's means the run began just before midnight
+        start_sod = start.hour * 3600 + start.minute * 60 + start.second
+        carry.day = 1 if int(times["sod"][0]) < start_sod else 0
+    before = carry.last_sod if carry.last_sod is not None else -1
+    back = (pl.col("sod") < pl.col("sod").shift(1, fill_value=before)).cum_sum()
+    day0 = pl.lit(start.date()).cast(pl.Datetime("us"))
+    times = (times.with_columns((back + carry.day).alias("day"))
+             .with_columns((day0 + pl.duration(seconds=pl.col("sod")
+                                               + pl.col("day") * 86400)).alias("ts_local")))
+    if times.height != n_reports - base:
+        raise InputFormatError(source.path, None, "some AIX iostat reports lack the -T time")
+    if times.height:
+        carry.last_sod = int(times["sod"][-1])
+        carry.day = int(times["day"][-1])
+    return times
+
+
+def _counted_times(source: Source, carry: _Carry, start: datetime | None, base: int,
+                   n_reports: int, *, first: bool) -> pl.DataFrame:
+    """Reports without times: ``--start`` + k x ``--interval``, or without ``--start`` report
+    k (from 1) on the relative time line (model/timeline.py); from the report before the
+    piece's first (the one its interval starts at)."""
+    if start is not None and (source.interval_s is None or source.interval_s <= 0):
+        raise InputFormatError(source.path, None, "these AIX iostat reports carry no time "
+                               "stamps (iostat was run without -T): with --start, give "
+                               "the sampling interval too (--interval)")
+    relative = start is None
+    if relative and first:
+        source.note(timeline.placement_note(source.interval_s))
+    step_us = round((source.interval_s or timeline.NOMINAL_INTERVAL_S) * 1e6)
+    origin = timeline.RELATIVE_EPOCH.replace(tzinfo=None) if start is None else start
+    return pl.DataFrame({"rid": pl.int_range(max(base - 1, 0), n_reports,
+                                             dtype=pl.Int64, eager=True)}).with_columns(
+        (pl.lit(origin).cast(pl.Datetime("us"))
+         + pl.duration(microseconds=(pl.col("rid") + (1 if relative else carry.lead))
+                       * step_us))
+        .alias("ts_local"))
+
+
+def _regular_s(times: pl.DataFrame, source: Source, *, relative: bool) -> float:
+    """The file's sampling interval (for the since-boot report): ``--interval``, else the
+    median step between the first piece's reports."""
+    if source.interval_s is not None and source.interval_s > 0:
+        return float(source.interval_s)
+    diffs = times["interval_s"].drop_nulls()
+    diffs = diffs.filter(diffs > 0)
+    if diffs.len() == 0 and relative:
+        diffs = pl.Series([timeline.NOMINAL_INTERVAL_S])
+    if diffs.len() == 0:
+        raise InputFormatError(source.path, None, "a single since-boot AIX iostat "
+                               "report has no sampling interval: supply it with "
+                               "--interval")
+    return float(diffs.median())  # type: ignore[arg-type]
