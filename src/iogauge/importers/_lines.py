@@ -20,13 +20,16 @@ from iogauge.importers.io import decode, encoding_of
 
 
 def pieces(stream: BinaryIO, size: int, *, blank_line: bool = False,
-           first_size: int | None = None) -> Iterator[tuple[bytearray, bool]]:
+           first_size: int | None = None, cut_last: bool = False
+           ) -> Iterator[tuple[bytearray, bool]]:
     """``(piece, last)`` for the bytes of ``stream`` in pieces of about ``size`` bytes (the
     first of about ``first_size``), each but the last cut just after its last line break, or
     with ``blank_line`` just after its last blank line (``\n\n`` or ``\n\r\n``: a
     format that never puts one inside a table can then scan each piece on its own). A piece
     without a cut grows until one comes. The last piece is all that is left when the stream
-    ends (a stream shorter than ``size`` is one last piece; it may be empty).
+    ends (a stream shorter than ``size`` is one last piece; it may be empty); with
+    ``cut_last`` the last read is cut too, and only the text after its cut is the last piece
+    (a reader whose last piece takes a slower path then reads as little as possible so).
 
     Each piece is a new buffer that the stream is read into (``readinto``: the text after the
     cut is the only copy), so a piece is never copied whole. A UTF-16 stream (its line breaks
@@ -41,7 +44,7 @@ def pieces(stream: BinaryIO, size: int, *, blank_line: bool = False,
     want = size if first_size is None else first_size
     while True:
         buf, got = _read_after(stream, carry, want)
-        if got < want:  # the stream ended: what is left is the last piece
+        if not got or (got < want and not cut_last):  # the stream ended: the rest is the last
             yield buf, True
             return
         want = size

@@ -173,7 +173,8 @@ def iter_parse(stream: BinaryIO, source: Source, *, chunk_bytes: int = CHUNK_BYT
     reader = _Reader(Parser(source), chunk_bytes, link_bytes)
     carry: bytes | bytearray = b""  # the last report of a steady piece: the next one's
     first = min(chunk_bytes, FIRST_BYTES) if steady.ENABLED else None
-    for buf, last in pieces(stream, chunk_bytes, blank_line=True, first_size=first):
+    for buf, last in pieces(stream, chunk_bytes, blank_line=True, first_size=first,
+                            cut_last=True):
         if carry:
             buf[0:0] = carry
             carry = b""
