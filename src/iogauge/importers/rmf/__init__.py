@@ -126,11 +126,7 @@ sections each device was read in; of their lines only what the cut checks need (
 every one of them had) is kept. A page of an interval thought complete opens it again, and
 a device line it had read already is refused as before. The rows are handed on at the end
 (a volume's parent comes from the whole file's ESS pages), sorted, in SampleFrames of
-``_ROWS_OUT`` rows: 100 MB of report (``benchmarks/import_memory.py``) import to Parquet
-at 0.25-0.28 GB peak in 11.1-11.5 s, where merging every row one by one took 0.25-0.26 GB
-and 12.1-12.4 s (two runs each, in alternation, same rows; the line-by-line reading before
-the vectorised one took 0.24 GB and 13.7-16.0 s in an earlier hour, and reading the whole
-file 0.94 GB).
+``_ROWS_OUT`` rows (the measurements are in benchmarks/README.md, ``import_memory.py``).
 """
 
 from __future__ import annotations
