@@ -23,7 +23,7 @@ $(VENV)/.installed: pyproject.toml
 
 ## the lab's disk models compiled with mypyc (3x faster simulation; pure Python otherwise) and
 ## the iostat importer's C kernels (numpy otherwise)
-$(VENV)/.accel: $(VENV)/.installed scripts/build_accel.py src/iogauge/lab/hdd.py src/iogauge/lab/raid.py src/iogauge/lab/ssd.py src/iogauge/importers/iostat_kernels.c
+$(VENV)/.accel: $(VENV)/.installed scripts/build_accel.py src/iogauge/lab/hdd.py src/iogauge/lab/raid.py src/iogauge/lab/ssd.py src/iogauge/importers/iostat/kernels.c
 	@$(BIN)/python scripts/build_accel.py $(QUIET)
 	@touch $@
 

@@ -15,7 +15,7 @@ CPU time, and ``ru_maxrss``, the peak resident set):
 * ``jc --iostat < log > out.json`` — jc 1.x, the line-by-line Python parser the target is
   set against (``pip install jc``; it is in the ``dev`` extras);
 * ``iogauge stream`` — the importer's streaming path, as ``import --parquet`` runs it:
-  :func:`iogauge.importers.iostat_text.iter_parse` reads the file piece by piece (4 MiB) in
+  :func:`iogauge.importers.iostat.iter_parse` reads the file piece by piece (4 MiB) in
   a thread of its own while polars ``sink_parquet`` writes the SampleFrames already parsed
   (:func:`iogauge.store.parquet.write_frames`, zstd), so memory is bounded by the pieces in
   flight, not the file;
@@ -153,16 +153,17 @@ def child(mode: str, log: str, out: str) -> None:
     """Run inside the measured process: import ``log`` to Parquet ``out``, print JSON."""
     import polars as pl
 
-    from iogauge.importers import iostat_text, native, registry
+    from iogauge.importers import iostat, registry
     from iogauge.importers.base import Source
     from iogauge.importers.io import open_binary
+    from iogauge.importers.iostat import native
     from iogauge.store.parquet import write_frames
 
     t0 = time.perf_counter()
     if mode == "stream":
         source = Source(path=log)
         stream, _ = open_binary(log)
-        rows = write_frames(iostat_text.iter_parse(stream, source), out)
+        rows = write_frames(iostat.iter_parse(stream, source), out)
         stream.close()
     else:
         result = registry.import_file(log, fmt="iostat")
@@ -252,7 +253,7 @@ def run_iostat(work: Path, size_mb: float, pairs: int = 1,
                          stdout=work / "jc.json")
         runs.append(jc_run)
     kernels = runs[0].native
-    print("\nimporter byte kernels: " + ("C (iostat_kernels.c)" if kernels else
+    print("\nimporter byte kernels: " + ("C (iostat/kernels.c)" if kernels else
                                         "numpy (the C kernels are not built: make install)"))
     print(f"\n{'':18s} {'wall s':>8s} {'MB/s':>8s} {'cpu s':>8s} {'inner s':>8s} "
           f"{'peak RSS MB':>12s} {'RSS/input':>10s} {'rows':>10s}")

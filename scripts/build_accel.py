@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Compile the lab's disk models with mypyc into ``iogauge_accel`` (see iogauge/lab/accel.py),
-and the iostat importer's C kernels into ``iogauge_native`` (see iogauge/importers/native.py).
+and the iostat importer's C kernels into ``iogauge_native`` (see iogauge/importers/iostat/native.py).
 
 Run with the virtualenv's Python (``make install`` does): copies ``hdd.py``, ``raid.py`` and
 ``ssd.py`` into a scratch package ``iogauge_accel`` with their imports of each other
@@ -8,7 +8,7 @@ rewritten, stamps each with the SHA-256 of its source, compiles them with mypyc 
 the extension modules into this Python's site-packages. Without a C compiler or mypy it
 says so and exits 0: the pure-Python models are then used (slower, same results).
 
-The kernels (``src/iogauge/importers/iostat_kernels.c``, plain C called through ctypes) are
+The kernels (``src/iogauge/importers/iostat/kernels.c``, plain C called through ctypes) are
 compiled with the C compiler alone, stamped with the source's SHA-256 (``-DIG_SOURCE_SHA256``)
 so that an edited source is never run stale; without a compiler the importer uses its numpy
 routines (same results, slower).
@@ -31,7 +31,7 @@ NAMES = ("hdd", "raid", "ssd")
 PKG = "iogauge_accel"
 
 
-KERNELS = ROOT / "src" / "iogauge" / "importers" / "iostat_kernels.c"
+KERNELS = ROOT / "src" / "iogauge" / "importers" / "iostat" / "kernels.c"
 NATIVE_DIR = "iogauge_native"
 NATIVE_LIB = "libiogauge_iostat.so"
 

@@ -28,7 +28,7 @@ import pytest
 from polars.testing import assert_frame_equal
 from tests.helpers.system import require_loop_support, require_root, require_tools
 
-from iogauge.importers import iostat_json, iostat_text, registry
+from iogauge.importers import iostat, iostat_json, registry
 from iogauge.importers.base import Source
 from iogauge.model.sampleframe import SampleFrame
 
@@ -307,6 +307,6 @@ def test_streamed_import_of_a_live_log_equals_whole(iostat_bin: str, tmp_path: P
     with disk_load():
         text = run([iostat_bin, "-x", "-t", "-p", "ALL", "1", "4"])
     data = text.encode()
-    whole = iostat_text.parse(data, Source(path="x"))
-    parts = list(iostat_text.iter_parse(io.BytesIO(data), Source(path="x"), chunk_bytes=700))
+    whole = iostat.parse(data, Source(path="x"))
+    parts = list(iostat.iter_parse(io.BytesIO(data), Source(path="x"), chunk_bytes=700))
     assert_frame_equal(SampleFrame.concat(parts).df, whole.df)

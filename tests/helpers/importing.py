@@ -12,7 +12,7 @@ import polars as pl
 import pytest
 
 from iogauge.errors import InputFormatError
-from iogauge.importers import iostat_text
+from iogauge.importers import iostat
 from iogauge.importers.base import Source
 from iogauge.model.sampleframe import SampleFrame
 
@@ -52,14 +52,14 @@ def small_iostat_pieces(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     count the SampleFrames it yields, so that a caller is seen to take the streaming path;
     returns the (growing) list of their row counts."""
     yielded: list[int] = []
-    real = iostat_text.iter_parse
+    real = iostat.iter_parse
 
     def small(stream: Any, source: Any) -> Any:
         for frame in real(stream, source, chunk_bytes=4_000, link_bytes=9_000):
             yielded.append(len(frame))
             yield frame
 
-    monkeypatch.setattr(iostat_text, "iter_parse", small)
+    monkeypatch.setattr(iostat, "iter_parse", small)
     return yielded
 
 

@@ -14,7 +14,7 @@ Parquet, JSON) are the classes of :mod:`iogauge.cli.import_outputs`.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -27,15 +27,8 @@ from iogauge.cli.common import err, user_errors, warn
 from iogauge.cli.defaults import FORMAT_IDS as FORMATS
 from iogauge.cli.import_outputs import ImportOutput, JsonOutput, ParquetOutput, StoreOutput
 from iogauge.cli.inputs import FIRST_REPORT_OPTION, parse_start, parse_zone
-from iogauge.errors import InputFormatError, IogaugeError
+from iogauge.errors import IogaugeError
 from iogauge.importers.first_report import FirstReport
-from iogauge.importers.io import (
-    compression_of,
-    is_read_error,
-    open_binary,
-    read_bytes,
-    read_head,
-)
 
 if TYPE_CHECKING:
     # imported where they are used: polars, the importers' model and the DuckDB store cost
@@ -118,60 +111,26 @@ class _Read:
 
 
 def _open(path: Path, opts: _Options) -> tuple[_Read, Iterator[SampleFrame]]:
-    """Sniff (or take ``--format``) and return the file's summary and its SampleFrames.
+    """Sniff (or take ``--format``) and return the file's summary and its SampleFrames
+    (:func:`iogauge.importers.registry.open_file`, as the library reads a file); the summary
+    is complete once the frames are exhausted. Errors (unknown format, a bad line) raise from
+    either call."""
+    from iogauge.importers.registry import open_file
 
-    The frames come from the importer's ``iter_parse`` when it has one (the file is read a
-    piece at a time), else from ``parse`` of the whole file; the summary is complete once
-    the frames are exhausted. Errors (unknown format, a bad line) raise from either call.
-    """
-    from iogauge.importers.base import Source
-    from iogauge.importers.registry import detect, importer_guard, load
-
-    name = opts.fmt or detect(read_head(path), str(path))
-    module = load(name)
-    source = Source(path=str(path), tz=opts.tz, lenient=opts.lenient, host=opts.host,
-                    start=opts.start, interval_s=opts.interval_s, date_order=opts.date_order,
-                    first_report=opts.first_report)
-    with path.open("rb") as fh:
-        compression = compression_of(fh.read(8))
-    read = _Read(path=str(path), format=name, detected=opts.fmt is None,
-                 compression=compression)
-    iter_parse: Callable[..., Iterator[SampleFrame]] | None = getattr(module, "iter_parse",
-                                                                        None)
+    opened = open_file(path, fmt=opts.fmt, tz=opts.tz, lenient=opts.lenient, host=opts.host,
+                       start=opts.start, interval_s=opts.interval_s,
+                       date_order=opts.date_order, first_report=opts.first_report)
+    read = _Read(path=str(path), format=opened.format, detected=opened.detected,
+                 compression=opened.compression)
 
     def frames() -> Iterator[SampleFrame]:
         t0 = time.perf_counter()
-        if iter_parse is None:
-            data = [read_bytes(path)]
-            read.input_bytes = len(data[0])
-            with importer_guard(path, name):
-                frame = module.parse(data.pop(), source)  # the parser holds the only reference
-            read.count(frame)
-            yield frame
-            del frame
-        else:
-            stream, _ = open_binary(path)
-            try:
-                with importer_guard(path, name):
-                    pieces = iter_parse(stream, source)
-                while True:
-                    with importer_guard(path, name):
-                        piece = next(pieces, None)
-                    if piece is None:
-                        break
-                    read.count(piece)
-                    yield piece
-                    # Let go before the next piece is parsed: the consumer has written it.
-                    del piece
-                read.input_bytes = stream.tell()
-            except Exception as exc:
-                if not is_read_error(exc):
-                    raise
-                raise InputFormatError(path, None, f"cannot read ({compression or 'plain'}):"
-                                       f" {exc}") from exc
-            finally:
-                stream.close()
-        read.finish(source, t0)
+        for piece in opened.frames():
+            read.count(piece)
+            yield piece
+            del piece  # let go before the next piece is parsed: the consumer has written it
+        read.input_bytes = opened.input_bytes
+        read.finish(opened.source, t0)
 
     return read, frames()
 

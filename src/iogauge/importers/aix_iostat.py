@@ -76,14 +76,14 @@ import io
 import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
+from datetime import datetime
 from typing import BinaryIO
 
 import polars as pl
 
 from iogauge.errors import InputFormatError
 from iogauge.importers import first_report
-from iogauge.importers.base import Source
-from iogauge.importers.unix_sar import (
+from iogauge.importers._lines import (
     LineCarry,
     host_fallback,
     line_frames,
@@ -92,6 +92,8 @@ from iogauge.importers.unix_sar import (
     refuse_rows,
     start_local,
 )
+from iogauge.importers.base import Source
+from iogauge.importers.io import decode
 from iogauge.model import timeline
 from iogauge.model.sampleframe import TS_DTYPE, SampleFrame
 
@@ -121,6 +123,11 @@ def sniff(head: str) -> bool:
     return bool(_SNIFF.search(head) or _SNIFF_LONG.search(head))
 
 
+def sniff_bytes(head: bytes) -> bool:
+    """:func:`sniff` of the decoded ``head``."""
+    return sniff(decode(head))
+
+
 def _value(tok: pl.Expr, field: str) -> pl.Expr:
     """A printed AIX value in base units (bytes, counts, milliseconds); null if malformed."""
     g = tok.str.extract_groups(r"^((?:\d+\.?\d*|\.\d+))([A-Za-z]?)$")
@@ -141,7 +148,7 @@ _LONG_DATA_RE = (r"^\s*\S+(?:\s+(?:(?:\d+\.?\d*|\.\d+)[A-Za-z]?|\d{1,2}:\d{2}:\d
 @dataclass
 class _Carry(LineCarry):
     """What one piece of a file hands on to the next (:func:`iter_parse`), besides the
-    held-back lines of :class:`~iogauge.importers.unix_sar.LineCarry`: its last report.
+    held-back lines of :class:`~iogauge.importers._lines.LineCarry`: its last report.
 
     Attributes:
         first: no report has been given out yet.
@@ -320,6 +327,11 @@ def _parse_piece(lines: pl.DataFrame, source: Source, carry: _Carry, *, final: b
     return SampleFrame(out.sort("ts", maintain_order=True))
 
 
+#: The header words of each section of an ``iostat -D`` block.
+_SECTION_WORDS: dict[str, tuple[str, ...]] = {
+    "xfer": _XFER, "read": ("rps", *_RW_FULL), "write": ("wps", *_RW_FULL), "queue": _QUEUE}
+
+
 def _block_rows(df: pl.DataFrame, source: Source, base: int = 0, *, final: bool = True
                 ) -> pl.DataFrame:
     """Pivot the xfer/read/write/queue header+values line pairs into one row per block (of
@@ -338,29 +350,7 @@ def _block_rows(df: pl.DataFrame, source: Source, base: int = 0, *, final: bool 
     # a value line belongs to the header right above it
     values = values.with_columns(
         (pl.col("under").is_null()).alias("orphan"))
-    names = {"xfer": _XFER, "read": ("rps", *_RW_FULL), "write": ("wps", *_RW_FULL),
-             "queue": _QUEUE}
-    # check the header words of every section kind
-    hdr_words = headers.with_columns(
-        pl.when(pl.col("kind") == "xfer").then(pl.col("line").str.extract(_XFER_RE, 2))
-        .otherwise(pl.col("line").str.extract(_SUB_RE, 2)).str.extract_all(r"\S+")
-        .alias("words"))
-    # Checked per distinct header text, not per header line (a long log repeats four
-    # headers per disk per report; a Python loop over them cost seconds per 100 MB).
-    hdr_words = hdr_words.with_columns(pl.col("words").list.join(" ").alias("text"))
-    timed = False
-    for k, expect in names.items():
-        allowed = [" ".join(expect)]
-        if k == "xfer":
-            allowed.append(" ".join((*expect, "time")))
-            timed = bool(hdr_words.filter((pl.col("kind") == k)
-                                          & (pl.col("text") == allowed[1])).height)
-        wrong = hdr_words.filter((pl.col("kind") == k)
-                                 & ~pl.col("text").is_in(allowed).fill_null(False))
-        if wrong.height:
-            line_no, text = wrong.sort("line_no").select("line_no", "text").row(0)
-            raise InputFormatError(source.path, int(line_no), f"AIX iostat -D {k}: header "
-                                   f"is '{text}', expected '{' '.join(expect)}'")
+    timed = _headers_checked(headers, source)
     # report numbers (_numbered) counted before any block is refused, so that a bad block
     # (--lenient) does not shift the disk's later blocks into other reports
     blocks = _numbered(headers.filter(pl.col("kind") == "xfer")
@@ -377,42 +367,83 @@ def _block_rows(df: pl.DataFrame, source: Source, base: int = 0, *, final: bool 
         pl.format("second value line under one {}: header: '{}'", pl.col("under"),
                   pl.col("line")).alias("reason")))
     values = values.join(dup.select("line_no"), on="line_no", how="anti")
-
     wide = blocks
     reasons: list[pl.DataFrame] = []
-    for k, fields in names.items():
-        part = values.filter(pl.col("under") == k)
-        extra = ["time"] if (k == "xfer" and timed) else []
-        cols = [*fields, *extra]
-        pref = {"read": "r_", "write": "w_"}.get(k, "")
-        exprs = []
-        for i, f in enumerate(cols):
-            t = pl.col("tok").list.get(i, null_on_oob=True)
-            if f == "time":
-                exprs.append(t.alias("time"))
-            else:
-                name = f if f in ("rps", "wps") or not pref else pref + f
-                exprs.append(_value(t, f).alias(name))
-        part = part.with_columns(*exprs)
-        numeric = [e.meta.output_name() for e in exprs if e.meta.output_name() != "time"]
-        bad = (pl.when(pl.col("n") != len(cols))
-               .then(pl.format("AIX iostat -D {} values: {} fields, expected {} ({}): '{}'",
-                               pl.lit(k), pl.col("n"), pl.lit(len(cols)), pl.lit(" ".join(cols)),
-                               pl.col("line")))
-               .when(pl.any_horizontal([pl.col(c).is_null() for c in numeric]))
-               .then(pl.format("AIX iostat -D {} values are not all numbers: '{}'", pl.lit(k),
-                               pl.col("line")))
-               .when(pl.col("time").str.contains(_TIME_RE).not_() if extra else pl.lit(False))
-               .then(pl.format("AIX iostat -D time is not HH:MM:SS: '{}'", pl.col("line")))
-               .otherwise(None))
-        part = part.with_columns(bad.alias("reason"))
-        reasons.append(part.filter(pl.col("reason").is_not_null()).select("block", "line_no",
-                                                                          "reason"))
-        keep = part.filter(pl.col("reason").is_null()).select(
-            "block", *numeric, *(["time"] if extra else []))
+    for k, fields in _SECTION_WORDS.items():
+        keep, bad = _section_values(values.filter(pl.col("under") == k), k, fields,
+                                    timed=timed)
+        reasons.append(bad)
         wide = wide.join(keep, on="block", how="left")
     bad_all = pl.concat(reasons)
     refuse_rows(source, bad_all)
+    return _complete_blocks(wide, bad_all, source, final=final)
+
+
+def _headers_checked(headers: pl.DataFrame, source: Source) -> bool:
+    """Refuse a section header whose words are not iostat -D's; whether the xfer headers
+    carry a ``time`` column (``-T``).
+
+    Checked per distinct header text, not per header line (a long log repeats four headers
+    per disk per report; a Python loop over them cost seconds per 100 MB)."""
+    hdr_words = headers.with_columns(
+        pl.when(pl.col("kind") == "xfer").then(pl.col("line").str.extract(_XFER_RE, 2))
+        .otherwise(pl.col("line").str.extract(_SUB_RE, 2)).str.extract_all(r"\S+")
+        .alias("words"))
+    hdr_words = hdr_words.with_columns(pl.col("words").list.join(" ").alias("text"))
+    timed = False
+    for k, expect in _SECTION_WORDS.items():
+        allowed = [" ".join(expect)]
+        if k == "xfer":
+            allowed.append(" ".join((*expect, "time")))
+            timed = bool(hdr_words.filter((pl.col("kind") == k)
+                                          & (pl.col("text") == allowed[1])).height)
+        wrong = hdr_words.filter((pl.col("kind") == k)
+                                 & ~pl.col("text").is_in(allowed).fill_null(False))
+        if wrong.height:
+            line_no, text = wrong.sort("line_no").select("line_no", "text").row(0)
+            raise InputFormatError(source.path, int(line_no), f"AIX iostat -D {k}: header "
+                                   f"is '{text}', expected '{' '.join(expect)}'")
+    return timed
+
+
+def _section_values(part: pl.DataFrame, k: str, fields: tuple[str, ...], *, timed: bool
+                    ) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """The value lines of one section kind ``k`` read (``block`` and the named values) and
+    the ones refused (``block``, ``line_no``, ``reason``)."""
+    extra = ["time"] if (k == "xfer" and timed) else []
+    cols = [*fields, *extra]
+    pref = {"read": "r_", "write": "w_"}.get(k, "")
+    exprs = []
+    for i, f in enumerate(cols):
+        t = pl.col("tok").list.get(i, null_on_oob=True)
+        if f == "time":
+            exprs.append(t.alias("time"))
+        else:
+            name = f if f in ("rps", "wps") or not pref else pref + f
+            exprs.append(_value(t, f).alias(name))
+    part = part.with_columns(*exprs)
+    numeric = [e.meta.output_name() for e in exprs if e.meta.output_name() != "time"]
+    bad = (pl.when(pl.col("n") != len(cols))
+           .then(pl.format("AIX iostat -D {} values: {} fields, expected {} ({}): '{}'",
+                           pl.lit(k), pl.col("n"), pl.lit(len(cols)), pl.lit(" ".join(cols)),
+                           pl.col("line")))
+           .when(pl.any_horizontal([pl.col(c).is_null() for c in numeric]))
+           .then(pl.format("AIX iostat -D {} values are not all numbers: '{}'", pl.lit(k),
+                           pl.col("line")))
+           .when(pl.col("time").str.contains(_TIME_RE).not_() if extra else pl.lit(False))
+           .then(pl.format("AIX iostat -D time is not HH:MM:SS: '{}'", pl.col("line")))
+           .otherwise(None))
+    part = part.with_columns(bad.alias("reason"))
+    keep = part.filter(pl.col("reason").is_null()).select(
+        "block", *numeric, *(["time"] if extra else []))
+    return keep, part.filter(pl.col("reason").is_not_null()).select("block", "line_no",
+                                                                    "reason")
+
+
+def _complete_blocks(wide: pl.DataFrame, bad_all: pl.DataFrame, source: Source, *,
+                     final: bool) -> pl.DataFrame:
+    """The blocks that have every section; an incomplete one is refused, but for the last
+    block of a ``final`` piece (the file ends inside it: noted)."""
     needed = ["tps", "rps", "wps", "avgtime"]
     complete = wide.filter(pl.all_horizontal([pl.col(c).is_not_null() for c in needed]))
     incomplete = wide.join(complete.select("block"), on="block", how="anti").join(
@@ -546,45 +577,9 @@ def _with_times(rows: pl.DataFrame, source: Source, carry: _Carry, base: int,
         if start is None:
             raise InputFormatError(source.path, None, "AIX iostat -T prints times of day but "
                                    "no date: supply the date the run started (--start)")
-        new = (rows.filter(pl.col("time").is_not_null())
-               .group_by("rid").agg(pl.col("time").first()).sort("rid"))
-        parts = pl.col("time").str.split(":")
-        sod = (parts.list.get(0).cast(pl.Int64) * 3600 + parts.list.get(1).cast(pl.Int64) * 60
-               + parts.list.get(2).cast(pl.Int64))
-        times = new.with_columns(sod.alias("sod"))
-        if carry.last_sod is None and times.height:
-            # a first time of day before the start's means the run began just before midnight
-            start_sod = start.hour * 3600 + start.minute * 60 + start.second
-            carry.day = 1 if int(times["sod"][0]) < start_sod else 0
-        before = carry.last_sod if carry.last_sod is not None else -1
-        back = (pl.col("sod") < pl.col("sod").shift(1, fill_value=before)).cum_sum()
-        day0 = pl.lit(start.date()).cast(pl.Datetime("us"))
-        times = (times.with_columns((back + carry.day).alias("day"))
-                 .with_columns((day0 + pl.duration(seconds=pl.col("sod")
-                                                   + pl.col("day") * 86400)).alias("ts_local")))
-        if times.height != n_reports - base:
-            raise InputFormatError(source.path, None, "some AIX iostat reports lack the -T time")
-        if times.height:
-            carry.last_sod = int(times["sod"][-1])
-            carry.day = int(times["day"][-1])
+        times = _times_of_day(rows, source, carry, start, base, n_reports)
     else:
-        if start is not None and (source.interval_s is None or source.interval_s <= 0):
-            raise InputFormatError(source.path, None, "these AIX iostat reports carry no time "
-                                   "stamps (iostat was run without -T): with --start, give "
-                                   "the sampling interval too (--interval)")
-        # without --start: report k (from 1) on the relative time line (model/timeline.py)
-        relative = start is None
-        if relative and first:
-            source.note(timeline.placement_note(source.interval_s))
-        step_us = round((source.interval_s or timeline.NOMINAL_INTERVAL_S) * 1e6)
-        origin = timeline.RELATIVE_EPOCH.replace(tzinfo=None) if start is None else start
-        # from the report before the piece's first: the one its interval starts at
-        times = pl.DataFrame({"rid": pl.int_range(max(base - 1, 0), n_reports,
-                                                  dtype=pl.Int64, eager=True)}).with_columns(
-            (pl.lit(origin).cast(pl.Datetime("us"))
-             + pl.duration(microseconds=(pl.col("rid") + (1 if relative else carry.lead))
-                           * step_us))
-            .alias("ts_local"))
+        times = _counted_times(source, carry, start, base, n_reports, first=first)
         known = None
     zoned = (pl.col("ts_local").dt.replace_time_zone("UTC") if not timed and start is None
              else localize(pl.col("ts_local"), source))
@@ -596,18 +591,7 @@ def _with_times(rows: pl.DataFrame, source: Source, carry: _Carry, base: int,
         (pl.col("ts").diff().dt.total_microseconds() / 1e6).alias("interval_s")
     ).filter(pl.col("rid") >= base)
     if first:
-        if source.interval_s is not None and source.interval_s > 0:
-            carry.regular_s = float(source.interval_s)
-        else:
-            diffs = times["interval_s"].drop_nulls()
-            diffs = diffs.filter(diffs > 0)
-            if diffs.len() == 0 and not timed and start is None:
-                diffs = pl.Series([timeline.NOMINAL_INTERVAL_S])
-            if diffs.len() == 0:
-                raise InputFormatError(source.path, None, "a single since-boot AIX iostat "
-                                       "report has no sampling interval: supply it with "
-                                       "--interval")
-            carry.regular_s = float(diffs.median())  # type: ignore[arg-type]
+        carry.regular_s = _regular_s(times, source, relative=not timed and start is None)
     times = times.with_columns(
         ((pl.col("rid") == 0) & boot).alias("since_boot"),
         pl.when(pl.col("rid") == 0).then(pl.lit(carry.regular_s)).otherwise(pl.col("interval_s"))
@@ -621,3 +605,69 @@ def _with_times(rows: pl.DataFrame, source: Source, carry: _Carry, base: int,
             "time stamp does not advance (interval {} s)", pl.col("interval_s")).alias("reason")))
         out = out.filter(pl.col("interval_s") > 0)
     return out
+
+
+def _times_of_day(rows: pl.DataFrame, source: Source, carry: _Carry, start: datetime,
+                  base: int, n_reports: int) -> pl.DataFrame:
+    """``-T`` reports: each report's ``ts_local`` from its time of day, dated from
+    ``--start`` and counting the midnights passed (across pieces, in the carry)."""
+    new = (rows.filter(pl.col("time").is_not_null())
+           .group_by("rid").agg(pl.col("time").first()).sort("rid"))
+    parts = pl.col("time").str.split(":")
+    sod = (parts.list.get(0).cast(pl.Int64) * 3600 + parts.list.get(1).cast(pl.Int64) * 60
+           + parts.list.get(2).cast(pl.Int64))
+    times = new.with_columns(sod.alias("sod"))
+    if carry.last_sod is None and times.height:
+        # a first time of day before the start's means the run began just before midnight
+        start_sod = start.hour * 3600 + start.minute * 60 + start.second
+        carry.day = 1 if int(times["sod"][0]) < start_sod else 0
+    before = carry.last_sod if carry.last_sod is not None else -1
+    back = (pl.col("sod") < pl.col("sod").shift(1, fill_value=before)).cum_sum()
+    day0 = pl.lit(start.date()).cast(pl.Datetime("us"))
+    times = (times.with_columns((back + carry.day).alias("day"))
+             .with_columns((day0 + pl.duration(seconds=pl.col("sod")
+                                               + pl.col("day") * 86400)).alias("ts_local")))
+    if times.height != n_reports - base:
+        raise InputFormatError(source.path, None, "some AIX iostat reports lack the -T time")
+    if times.height:
+        carry.last_sod = int(times["sod"][-1])
+        carry.day = int(times["day"][-1])
+    return times
+
+
+def _counted_times(source: Source, carry: _Carry, start: datetime | None, base: int,
+                   n_reports: int, *, first: bool) -> pl.DataFrame:
+    """Reports without times: ``--start`` + k x ``--interval``, or without ``--start`` report
+    k (from 1) on the relative time line (model/timeline.py); from the report before the
+    piece's first (the one its interval starts at)."""
+    if start is not None and (source.interval_s is None or source.interval_s <= 0):
+        raise InputFormatError(source.path, None, "these AIX iostat reports carry no time "
+                               "stamps (iostat was run without -T): with --start, give "
+                               "the sampling interval too (--interval)")
+    relative = start is None
+    if relative and first:
+        source.note(timeline.placement_note(source.interval_s))
+    step_us = round((source.interval_s or timeline.NOMINAL_INTERVAL_S) * 1e6)
+    origin = timeline.RELATIVE_EPOCH.replace(tzinfo=None) if start is None else start
+    return pl.DataFrame({"rid": pl.int_range(max(base - 1, 0), n_reports,
+                                             dtype=pl.Int64, eager=True)}).with_columns(
+        (pl.lit(origin).cast(pl.Datetime("us"))
+         + pl.duration(microseconds=(pl.col("rid") + (1 if relative else carry.lead))
+                       * step_us))
+        .alias("ts_local"))
+
+
+def _regular_s(times: pl.DataFrame, source: Source, *, relative: bool) -> float:
+    """The file's sampling interval (for the since-boot report): ``--interval``, else the
+    median step between the first piece's reports."""
+    if source.interval_s is not None and source.interval_s > 0:
+        return float(source.interval_s)
+    diffs = times["interval_s"].drop_nulls()
+    diffs = diffs.filter(diffs > 0)
+    if diffs.len() == 0 and relative:
+        diffs = pl.Series([timeline.NOMINAL_INTERVAL_S])
+    if diffs.len() == 0:
+        raise InputFormatError(source.path, None, "a single since-boot AIX iostat "
+                               "report has no sampling interval: supply it with "
+                               "--interval")
+    return float(diffs.median())  # type: ignore[arg-type]

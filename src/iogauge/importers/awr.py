@@ -16,6 +16,7 @@ from collections.abc import Iterator
 from typing import BinaryIO
 
 from iogauge.importers.base import Source
+from iogauge.importers.io import decode
 from iogauge.importers.oracle import CHUNK_BYTES, iter_reports, parse_reports
 from iogauge.model.sampleframe import SampleFrame
 
@@ -33,6 +34,11 @@ _HTML_RE = re.compile(r"<html\b|<title>", re.IGNORECASE)
 def sniff(head: str) -> bool:
     return (any(_START_RE.match(line) for line in head.splitlines()[:200])
             and not _HTML_RE.search(head[:4096]))
+
+
+def sniff_bytes(head: bytes) -> bool:
+    """:func:`sniff` of the decoded ``head``."""
+    return sniff(decode(head))
 
 
 def parse(data: bytes, source: Source) -> SampleFrame:

@@ -6,7 +6,12 @@ An importer is a module under ``iogauge.importers`` with:
 * ``DESCRIPTION`` — one line for ``iogauge import --help`` and error messages;
 * ``EXPECTS`` — what its sniffer looks for, quoted when no format accepts a file;
 * ``sniff(head: str) -> bool`` — True if the decoded first 64 KiB look like this format;
-* ``parse(data: bytes, source: Source) -> SampleFrame`` — the whole (decompressed) input.
+* ``sniff_bytes(head: bytes) -> bool`` — the same on the raw bytes (binary formats test
+  their magic; text formats decode and call ``sniff``); the registry calls this one;
+* ``iter_parse(stream: BinaryIO, source: Source) -> Iterator[SampleFrame]`` — the
+  (decompressed) input read from a stream, SampleFrames in file order (a format read a piece
+  at a time never holds the whole input); the registry calls this one;
+* ``parse(data: bytes, source: Source) -> SampleFrame`` — the whole input in memory.
 
 Parsers never diagnose: they turn text into SampleFrame rows, exactly, and say what they could
 not read. A line that cannot be understood goes through :meth:`Source.bad_line`, which raises
@@ -18,9 +23,10 @@ from __future__ import annotations
 
 import bisect
 import math
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Protocol
+from typing import BinaryIO, Protocol
 from zoneinfo import ZoneInfo
 
 from iogauge.errors import InputFormatError
@@ -110,7 +116,11 @@ class ImporterModule(Protocol):
 
     def sniff(self, head: str) -> bool: ...
 
+    def sniff_bytes(self, head: bytes) -> bool: ...
+
     def parse(self, data: bytes, source: Source) -> SampleFrame: ...
+
+    def iter_parse(self, stream: BinaryIO, source: Source) -> Iterator[SampleFrame]: ...
 
 
 @dataclass

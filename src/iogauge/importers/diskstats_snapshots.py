@@ -75,8 +75,9 @@ from iogauge.collector.diskstats import (
 )
 from iogauge.collector.sysfs import guess_parent, kind_from_name
 from iogauge.errors import InputFormatError
+from iogauge.importers._lines import LineCarry, line_frames
 from iogauge.importers.base import Source
-from iogauge.importers.unix_sar import LineCarry, line_frames
+from iogauge.importers.io import decode
 from iogauge.model.sampleframe import TS_DTYPE, SampleFrame
 
 NAME = "diskstats"
@@ -117,6 +118,11 @@ def sniff(head: str) -> bool:
         if stats >= 3:
             return True
     return stats > 0
+
+
+def sniff_bytes(head: bytes) -> bool:
+    """:func:`sniff` of the decoded ``head``."""
+    return sniff(decode(head))
 
 
 # ---- reading -----------------------------------------------------------------------------

@@ -75,8 +75,9 @@ import polars as pl
 
 from iogauge.collector.sysfs import kind_from_name
 from iogauge.errors import InputFormatError
+from iogauge.importers._lines import pieces
 from iogauge.importers.base import Source
-from iogauge.importers.io import decode, line_pieces
+from iogauge.importers.io import decode
 from iogauge.importers.json_stream import cut_short
 from iogauge.model.sampleframe import TS_DTYPE, SampleFrame
 
@@ -95,6 +96,11 @@ def sniff(head: str) -> bool:
     """A JSON object (possibly after fio's warnings) with a ``"fio version"`` key."""
     brace = head.find("{")
     return brace >= 0 and '"fio version"' in head[brace:brace + 4096]
+
+
+def sniff_bytes(head: bytes) -> bool:
+    """:func:`sniff` of the decoded ``head``."""
+    return sniff(decode(head))
 
 
 # ---- reading the document(s) -----------------------------------------------------------
@@ -130,7 +136,7 @@ def _last_document(stream: BinaryIO, source: Source, chunk_bytes: int) -> _Last:
     out = _Last()
     buf = ""
     first_line = 1  # line number of buf[0]
-    for data, last in line_pieces(stream, chunk_bytes):
+    for data, last in pieces(stream, chunk_bytes):
         buf += decode(data)
         del data
         pos = 0

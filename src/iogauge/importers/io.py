@@ -13,7 +13,6 @@ import gzip
 import io
 import lzma
 import os
-from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, BinaryIO, cast
 
@@ -92,37 +91,6 @@ def read_bytes(path: str | Path) -> bytes:
         stream.close()
 
 
-def line_pieces(stream: BinaryIO, size: int) -> Iterator[tuple[bytes, bool]]:
-    """``(piece, last)`` for the bytes of ``stream`` in pieces of about ``size`` bytes, each
-    but the last ending with a line break (so no line is split between two pieces).
-
-    A UTF-16 stream (its line breaks are not the byte ``\\n`` alone) is transcoded to UTF-8
-    whole and given as one piece: such files come from Windows editors and are small. Every
-    other encoding is given as read (:func:`encoding_of` decides per piece).
-    """
-    head = stream.read(4)
-    if encoding_of(head) in ("utf-16", "utf-16-le"):
-        yield decode(head + stream.read()).encode("utf-8"), True
-        return
-    buf = head + stream.read(size)
-    while True:
-        # one block ahead, so that the last piece is known as such (a file shorter than
-        # ``size`` is one last piece)
-        ahead = stream.read(size)
-        if not ahead:
-            yield buf, True
-            return
-        cut = buf.rfind(b"\n") + 1
-        if cut == 0:
-            buf += ahead  # no line break yet: a longer line, read on
-            continue
-        piece = buf[:cut]
-        buf = buf[cut:] + ahead
-        del ahead
-        yield piece, False
-        del piece
-
-
 def read_head(path: str | Path, n: int = HEAD_BYTES) -> bytes:
     """The first ``n`` decompressed bytes (for sniffing)."""
     stream, kind = open_binary(path)
@@ -136,7 +104,7 @@ def read_head(path: str | Path, n: int = HEAD_BYTES) -> bytes:
         stream.close()
 
 
-def encoding_of(data: bytes) -> str:
+def encoding_of(data: bytes | bytearray) -> str:
     """The text encoding of ``data``: from its BOM, else utf-8 if valid, else cp1252."""
     if data.startswith(b"\xef\xbb\xbf"):
         return "utf-8-sig"
@@ -154,7 +122,7 @@ def encoding_of(data: bytes) -> str:
     return "utf-8"
 
 
-def decode(data: bytes) -> str:
+def decode(data: bytes | bytearray) -> str:
     """Decode ``data`` with :func:`encoding_of` (cp1252 maps undefined bytes leniently)."""
     enc = encoding_of(data)
     if enc == "cp1252":

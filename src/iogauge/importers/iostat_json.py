@@ -5,7 +5,7 @@ The document is ``{"sysstat": {"hosts": [{"nodename", "release", "date", "statis
 ...]}]}}`` (iostat.c ``write_json_*``). The disk keys are the text report's column names
 (``r/s``, ``rkB/s`` or ``rMB/s`` or ``rsec/s``, ``rareq-sz``, ``aqu-sz``, ``tps``,
 ``kB_read/s`` …), imported with the same mapping and unit conversions as the text importer
-(:data:`iogauge.importers.iostat_text.COLUMNS`), with these JSON-only spellings:
+(:data:`iogauge.importers.iostat.COLUMNS`), with these JSON-only spellings:
 
 * ``util`` is ``%util``; in 11.5+ ``rrqm``/``wrqm``/``drqm`` are ``%rrqm``/``%wrqm``/``%drqm``
   (the percentage of requests merged: the per-second counts are ``rrqm/s`` …);
@@ -68,12 +68,12 @@ import polars as pl
 from iogauge.collector.sysfs import guess_parent, kind_from_name
 from iogauge.errors import InputFormatError
 from iogauge.importers import timestamps as tsx
+from iogauge.importers._lines import LineCarry, report_frames
 from iogauge.importers.base import Source
-from iogauge.importers.io import head_then
-from iogauge.importers.iostat_text import COLUMNS, UNKNOWN_INTERVAL_S, ColumnSpec
+from iogauge.importers.io import decode, head_then
+from iogauge.importers.iostat import COLUMNS, UNKNOWN_INTERVAL_S, ColumnSpec
 from iogauge.importers.json_objects import decode_objects, drop_bad_entries
 from iogauge.importers.json_stream import Batch, HostsDocument
-from iogauge.importers.unix_sar import LineCarry, report_frames
 from iogauge.model.sampleframe import SampleFrame
 
 NAME = "iostat-json"
@@ -122,6 +122,11 @@ def sniff(head: str) -> bool:
     sadf markers (object timestamps, sysdata-version, file-date, disk-device)."""
     return bool(_SNIFF_SYSSTAT.search(head) and _SNIFF_DISK.search(head)
                 and not _SNIFF_NOT.search(head))
+
+
+def sniff_bytes(head: bytes) -> bool:
+    """:func:`sniff` of the decoded ``head``."""
+    return sniff(decode(head))
 
 
 # ---- iostat's own layout, read in pieces ---------------------------------------------------
@@ -263,12 +268,49 @@ class _Reader:
     def piece(self, lines: pl.DataFrame, *, final: bool) -> None:
         """Read the statistics entries of one piece (``lines``: ``line_no``, ``line``; it
         ends before an entry's first line, or with the file when ``final``)."""
-        src = self.source
-        ln = pl.col("line")
-        df = lines.filter(ln.is_not_null()).select(pl.col("line_no").cast(pl.Int64()), "line")
+        df = lines.filter(pl.col("line").is_not_null()).select(
+            pl.col("line_no").cast(pl.Int64()), "line")
         del lines
         if df.height == 0:
             return
+        df, side = self._kinds(df, final=final)
+        exempt_region, exempt_line, cut_note = self._cut(df, final=final)
+        k = pl.col("kind")
+        live = (pl.col("region") != exempt_region) & (pl.col("line_no") != exempt_line)
+        problems = _misplaced(df.filter(live & ~pl.col("ok")))
+        items, cpu = _objects(df, side, live, problems)
+        for line_no, reason in sorted(problems):
+            self.source.bad_line(line_no, reason)  # (raises at the first unless --lenient)
+        refused = pl.Series([p[0] for p in problems], dtype=pl.Int64())
+        # entries: kept whole or dropped whole
+        gone = drop_bad_entries(df.select("line_no", "region", closes_entry=k == "E"),
+                                [p[0] for p in problems], exempt_region, self.source)
+        region_of = df.select("line_no", "region", "host")
+        self._host_keys(df, side.filter(pl.col("key").is_not_null()).join(
+            region_of, on="line_no").filter(~pl.col("line_no").is_in(
+                refused.append(pl.Series([exempt_line], dtype=pl.Int64())).implode())))
+        opens = self._count_entries(df, exempt_region)
+        if cut_note is not None:
+            self.source.note(cut_note)
+        kept = opens.filter(~pl.col("region").is_in(gone.implode()))
+        ts = side.filter(pl.col("kind") == "T").join(region_of, on="line_no").select(
+            "region", "ts_text", pl.col("line_no").alias("ts_line"))
+        cpu = cpu.join(region_of, on="line_no").select(
+            "region", *[pl.col("c").struct.field(key).alias(col)
+                        for key, col in _CPU_KEYS.items()])
+        reports = (kept.join(ts, on="region", how="left").join(cpu, on="region", how="left")
+                   .select("host", "idx", "line_no", "ts_text", "ts_line", *_CPU_KEYS.values()))
+        rows = items.filter(pl.col("region").is_in(kept["region"].implode())).join(
+            kept.select("region", "host", "idx"), on="region").select(
+            "host", "idx", pl.col("d").struct.unnest())
+        self.add(reports, rows)
+
+    def _kinds(self, df: pl.DataFrame, *, final: bool) -> tuple[pl.DataFrame, pl.DataFrame]:
+        """The lines with their ``kind`` (a letter of _STRUCTURE, or I item, T stamp, C CPU,
+        K host key, X unreadable), the kind before, ``host``, ``region`` (the entry) and
+        ``ok`` (in its place, its comma right); and the few lines that carry a value besides
+        the disk objects (stamps, CPU objects, host keys)."""
+        ln = pl.col("line")
         kind = pl.coalesce(
             ln.replace_strict(_STRUCTURE, default=None, return_dtype=pl.String()),
             pl.when(ln.str.starts_with(_ITEM_PREFIX)
@@ -278,7 +320,6 @@ class _Reader:
             pl.when(ln.str.starts_with('\t\t\t"')).then(pl.lit("K")),
             pl.lit("X"))
         df = df.with_columns(kind=kind)
-        # the few lines that carry a value besides the disk objects
         side = df.filter(pl.col("kind").is_in(["T", "C", "K"])).select(
             "line_no", "kind",
             ts_text=ln.str.extract(_TS_RE, 1), cpu_json=ln.str.extract(_CPU_RE, 1),
@@ -306,95 +347,52 @@ class _Reader:
         df = df.with_columns(ok=((pl.col("prev") + k).is_in(_FOLLOWS) | (pl.col("prev") == "X"))
                              & (comma_ok | (after == "X")),
                              comma_ok=comma_ok)
+        return df, side
 
-        # --- the cut: a document that does not end with its last line ----------------------
-        exempt_region = -2
-        exempt_line = -1
-        cut_note: str | None = None
-        last_kind = str(df["kind"][-1])
-        if final and last_kind != "z":
-            last_region = int(df["region"][-1])
-            closed = df.filter((pl.col("region") == last_region) & (k == "E")).height > 0
-            if last_region >= 0 and not closed:
-                exempt_region = last_region
-                open_row = df.filter((pl.col("region") == last_region) & (k == "O")).row(
-                    0, named=True)
-                h = self.host(int(open_row["host"]))
-                done = h.reports + df.filter((k == "O") & (pl.col("host") == open_row["host"])
-                                             & (pl.col("region") < last_region)).height
-                cut_note = (f"the document ends in the middle of report {done + 1} (line "
-                            f"{open_row['line_no']}) — cut while iostat was running? — the "
-                            f"{done} complete report(s) before it were kept")
-            else:  # (its last line may be cut short: no error, like a cut entry)
-                exempt_line = int(df["line_no"][-1])
-                cut_note = ("the document ends before its closing brackets (cut while iostat "
-                            "was running?); every complete report was kept")
+    def _cut(self, df: pl.DataFrame, *, final: bool) -> tuple[int, int, str | None]:
+        """A document that does not end with its last line: the entry (region) or the last
+        line exempt from refusal (-2, -1: none), and the note that says so."""
+        k = pl.col("kind")
+        if not final or str(df["kind"][-1]) == "z":
+            return -2, -1, None
+        last_region = int(df["region"][-1])
+        closed = df.filter((pl.col("region") == last_region) & (k == "E")).height > 0
+        if last_region < 0 or closed:  # (its last line may be cut short: no error)
+            return -2, int(df["line_no"][-1]), (
+                "the document ends before its closing brackets (cut while iostat was "
+                "running?); every complete report was kept")
+        open_row = df.filter((pl.col("region") == last_region) & (k == "O")).row(
+            0, named=True)
+        h = self.host(int(open_row["host"]))
+        done = h.reports + df.filter((k == "O") & (pl.col("host") == open_row["host"])
+                                     & (pl.col("region") < last_region)).height
+        return last_region, -1, (
+            f"the document ends in the middle of report {done + 1} (line "
+            f"{open_row['line_no']}) — cut while iostat was running? — the "
+            f"{done} complete report(s) before it were kept")
 
-        live = (pl.col("region") != exempt_region) & (pl.col("line_no") != exempt_line)
-        problems: list[tuple[int, str]] = []
-        bad = df.filter(live & ~pl.col("ok"))
-        for line_no, kd, prev, text, comma_ok in bad.select(
-                "line_no", "kind", "prev", "line", "comma_ok").iter_rows():
-            if kd == "X":
-                why = f"not a line of iostat -o JSON's layout: {text.strip()[:60]!r}"
-            elif not comma_ok:
-                why = (f"{_WHAT[kd]} {'ends' if text.endswith(',') else 'does not end'} "
-                       "with ',' but is the last of its list (or not): the line after it is "
-                       "lost or doubled")
-            else:
-                why = (f"{_WHAT[kd]} cannot follow {_WHAT[prev]}: a line is missing, doubled "
-                       "or out of place")
-            problems.append((line_no, why))
-
-        # --- disk and CPU objects, decoded in one call each ---------------------------------
-        items = df.filter(live & (k == "I")).select(
-            "line_no", "region", "host",
-            obj=ln.str.strip_chars_start("\t").str.strip_chars_end(","))
-        decoded, found = decode_objects(items, "obj", _disk_dtype(items))
-        problems += found
-        items = items.select("line_no", "region", decoded.alias("d"))
-        # a disk twice in one entry (a doubled line keeps the commas right)
-        name = pl.col("d").struct.field("disk_device")
-        named = items.filter(pl.col("d").is_not_null())
-        if named.height and named.select(pl.struct("region", name).n_unique()).item() \
-                < named.height:
-            twice = named.select("line_no", name.alias("name"),
-                                 again=pl.int_range(pl.len()).over("region", name) > 0)
-            for line_no, dev in twice.filter(pl.col("again")).select(
-                    "line_no", "name").iter_rows():
-                why = f"disk {dev!r} a second time in one statistics entry (a doubled line?)"
-                problems.append((line_no, why))
-        cpu = side.filter(pl.col("cpu_json").is_not_null() & pl.col("line_no").is_in(
-            df.filter(live)["line_no"].implode())).select("line_no", "cpu_json")
-        cpu_decoded, found = decode_objects(cpu, "cpu_json", _CPU_DTYPE)
-        problems += found
-        cpu = cpu.select("line_no", cpu_decoded.alias("c"))
-        region_of = df.select("line_no", "region", "host")
-        for line_no, reason in sorted(problems):
-            src.bad_line(line_no, reason)  # (raises at the first unless --lenient)
-        refused = pl.Series([p[0] for p in problems], dtype=pl.Int64())
-
-        # --- entries: kept whole or dropped whole -------------------------------------------
-        gone = drop_bad_entries(df.select("line_no", "region", closes_entry=k == "E"),
-                                [p[0] for p in problems], exempt_region, src)
-
-        # --- hosts: their keys, then their entries' numbers ---------------------------------
-        for line_no, kd, host_no in df.filter(k.is_in(["H", "S"])).select(
+    def _host_keys(self, df: pl.DataFrame, keys: pl.DataFrame) -> None:
+        """Hosts: where each list of entries starts, and their keys (``keys``: the key lines
+        not refused, with their ``host``)."""
+        for line_no, kd, host_no in df.filter(pl.col("kind").is_in(["H", "S"])).select(
                 "line_no", "kind", "host").iter_rows():
             h = self.host(int(host_no))
             if kd == "S":
                 h.first_line = int(line_no)
                 self.lists += 1
-        keys = side.filter(pl.col("key").is_not_null()).join(
-            region_of, on="line_no").filter(~pl.col("line_no").is_in(
-                refused.append(pl.Series([exempt_line], dtype=pl.Int64())).implode()))
         for line_no, host_no, key, value in keys.select(
                 "line_no", "host", "key", "value").iter_rows():
             try:
                 self.host(int(host_no)).info[key] = json.loads(value)
             except json.JSONDecodeError:
-                src.bad_line(line_no, f"host key {key!r} has an unreadable value {value!r}")
-        # (a cut last entry is not counted: iostat never finished it)
+                self.source.bad_line(line_no, f"host key {key!r} has an unreadable value "
+                                     f"{value!r}")
+
+    def _count_entries(self, df: pl.DataFrame, exempt_region: int) -> pl.DataFrame:
+        """The piece's entries (``region``, ``host``, ``line_no``, ``idx``: their number in
+        their host), counted into the hosts (a cut last entry is not counted: iostat never
+        finished it)."""
+        k = pl.col("kind")
         opens = df.filter((k == "O") & (pl.col("region") != exempt_region)).select(
             "region", "host", "line_no")
         offsets = {int(h): self.host(int(h)).reports for h in opens["host"].unique()}
@@ -405,22 +403,8 @@ class _Reader:
             self.host(int(host_no)).reports += int(count)
         self.entries += opens.height
         self.host_no = int(df["host"][-1])
-        self.prev_kind = last_kind
-        if cut_note is not None:
-            src.note(cut_note)
-
-        kept = opens.filter(~pl.col("region").is_in(gone.implode()))
-        ts = side.filter(pl.col("kind") == "T").join(region_of, on="line_no").select(
-            "region", "ts_text", pl.col("line_no").alias("ts_line"))
-        cpu = cpu.join(region_of, on="line_no").select(
-            "region", *[pl.col("c").struct.field(key).alias(col)
-                        for key, col in _CPU_KEYS.items()])
-        reports = (kept.join(ts, on="region", how="left").join(cpu, on="region", how="left")
-                   .select("host", "idx", "line_no", "ts_text", "ts_line", *_CPU_KEYS.values()))
-        rows = items.filter(pl.col("region").is_in(kept["region"].implode())).join(
-            kept.select("region", "host", "idx"), on="region").select(
-            "host", "idx", pl.col("d").struct.unnest())
-        self.add(reports, rows)
+        self.prev_kind = str(df["kind"][-1])
+        return opens
 
     # ---- any other layout ----------------------------------------------------------------
     def generic(self, stream: BinaryIO, chunk_bytes: int) -> Iterator[SampleFrame]:
@@ -754,3 +738,51 @@ def _anchor(source: Source, host: _Host) -> datetime:
                 "interval; only their spacing is real (give --start for the real start time)")
     result: datetime = utc[0]
     return result
+
+
+def _misplaced(bad: pl.DataFrame) -> list[tuple[int, str]]:
+    """Why each line of ``bad`` (not in its place, or its comma wrong) is refused."""
+    problems: list[tuple[int, str]] = []
+    for line_no, kd, prev, text, comma_ok in bad.select(
+            "line_no", "kind", "prev", "line", "comma_ok").iter_rows():
+        if kd == "X":
+            why = f"not a line of iostat -o JSON's layout: {text.strip()[:60]!r}"
+        elif not comma_ok:
+            why = (f"{_WHAT[kd]} {'ends' if text.endswith(',') else 'does not end'} "
+                   "with ',' but is the last of its list (or not): the line after it is "
+                   "lost or doubled")
+        else:
+            why = (f"{_WHAT[kd]} cannot follow {_WHAT[prev]}: a line is missing, doubled "
+                   "or out of place")
+        problems.append((line_no, why))
+    return problems
+
+
+def _objects(df: pl.DataFrame, side: pl.DataFrame, live: pl.Expr,
+             problems: list[tuple[int, str]]) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """The disk objects (``line_no``, ``region``, ``d``) and CPU objects (``line_no``,
+    ``c``) of the live lines, decoded in one call each; what cannot be read, and a disk twice
+    in one entry, go to ``problems``."""
+    k = pl.col("kind")
+    items = df.filter(live & (k == "I")).select(
+        "line_no", "region", "host",
+        obj=pl.col("line").str.strip_chars_start("\t").str.strip_chars_end(","))
+    decoded, found = decode_objects(items, "obj", _disk_dtype(items))
+    problems += found
+    items = items.select("line_no", "region", decoded.alias("d"))
+    # a disk twice in one entry (a doubled line keeps the commas right)
+    name = pl.col("d").struct.field("disk_device")
+    named = items.filter(pl.col("d").is_not_null())
+    if named.height and named.select(pl.struct("region", name).n_unique()).item() \
+            < named.height:
+        twice = named.select("line_no", name.alias("name"),
+                             again=pl.int_range(pl.len()).over("region", name) > 0)
+        for line_no, dev in twice.filter(pl.col("again")).select(
+                "line_no", "name").iter_rows():
+            why = f"disk {dev!r} a second time in one statistics entry (a doubled line?)"
+            problems.append((line_no, why))
+    cpu = side.filter(pl.col("cpu_json").is_not_null() & pl.col("line_no").is_in(
+        df.filter(live)["line_no"].implode())).select("line_no", "cpu_json")
+    cpu_decoded, found = decode_objects(cpu, "cpu_json", _CPU_DTYPE)
+    problems += found
+    return items, cpu.select("line_no", cpu_decoded.alias("c"))

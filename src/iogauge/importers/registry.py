@@ -13,23 +13,17 @@ import glob
 import importlib
 import importlib.util
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import BinaryIO, cast
+from typing import cast
 from zoneinfo import ZoneInfo
 
 from iogauge.errors import InputFormatError, IogaugeError
 from iogauge.importers.base import ImporterModule, ImportResult, Source
 from iogauge.importers.first_report import FirstReport
-from iogauge.importers.io import (
-    compression_of,
-    decode,
-    is_read_error,
-    open_binary,
-    read_bytes,
-    read_head,
-)
+from iogauge.importers.io import compression_of, is_read_error, open_binary, read_head
 from iogauge.model.sampleframe import SampleFrame
 from iogauge.model.waitevents import WaitEventFrame
 
@@ -49,7 +43,7 @@ FORMATS: dict[str, str] = {
     "solaris-iostat": "iogauge.importers.solaris_iostat",
     "unix-sar": "iogauge.importers.unix_sar",
     "sar": "iogauge.importers.sar_text",
-    "iostat": "iogauge.importers.iostat_text",
+    "iostat": "iogauge.importers.iostat",
     "diskstats": "iogauge.importers.diskstats_snapshots",
 }
 
@@ -103,20 +97,12 @@ def load(name: str) -> ImporterModule:
     return cast(ImporterModule, module)
 
 
-def _sniff(module: ImporterModule, head_bytes: bytes, head_text: str) -> bool:
-    sniff_bytes = getattr(module, "sniff_bytes", None)
-    if sniff_bytes is not None:
-        return bool(sniff_bytes(head_bytes))
-    return bool(module.sniff(head_text))
-
-
 def detect(head_bytes: bytes, path: str = "<input>") -> str:
     """The first format (in priority order) whose sniffer accepts ``head_bytes``."""
-    head_text = decode(head_bytes)
     reasons: list[tuple[str, str]] = []
     for name in available():
         module = load(name)
-        if _sniff(module, head_bytes, head_text):
+        if module.sniff_bytes(head_bytes):
             return name
         reasons.append((name, f"expects {module.EXPECTS}"))
     raise UnknownFormatError(path, reasons)
@@ -151,13 +137,66 @@ def expand(patterns: Iterable[str]) -> list[Path]:
     return out
 
 
-def import_file(path: str | Path, *, fmt: str | None = None, tz: ZoneInfo | None = None,
-                lenient: bool = False, host: str | None = None,
-                start: datetime | None = None,
-                interval_s: float | None = None,
-                date_order: str | None = None,
-                first_report: FirstReport = FirstReport.AUTO) -> ImportResult:
-    """Import one file (compressed or not) with the sniffed or the forced format.
+@dataclass
+class Opened:
+    """One input file opened for import: its format, and its SampleFrames as they are read.
+
+    Attributes:
+        path: the file.
+        format: the format id used; ``detected``: sniffed (False: ``--format``).
+        compression: 'gzip', 'xz', 'bzip2', 'zstd' or None.
+        module: the importer.
+        source: what the importer reports into (notes, skipped lines, wait events).
+        input_bytes, seconds: decompressed size and wall time, once :meth:`frames` is
+            exhausted.
+    """
+
+    path: Path
+    format: str
+    detected: bool
+    compression: str | None
+    module: ImporterModule
+    source: Source
+    input_bytes: int = 0
+    seconds: float = 0.0
+
+    def frames(self) -> Iterator[SampleFrame]:
+        """The file's SampleFrames in file order, from the importer's ``iter_parse`` (the
+        file is read a piece at a time by the formats that can). Whatever the importer raises
+        that is not an IogaugeError names the file (:func:`importer_guard`); a corrupt
+        compressed file is a read error naming it."""
+        t0 = time.perf_counter()
+        stream, kind = open_binary(self.path)
+        try:
+            with importer_guard(self.path, self.format):
+                pieces = self.module.iter_parse(stream, self.source)
+            while True:
+                with importer_guard(self.path, self.format):
+                    piece = next(pieces, None)
+                if piece is None:
+                    break
+                yield piece
+                # let go before the next piece is parsed: the consumer has used it
+                del piece
+            self.input_bytes = stream.tell()
+        except Exception as exc:
+            if not is_read_error(exc):
+                raise
+            what = f"cannot decompress ({kind})" if kind else "cannot read (plain)"
+            raise InputFormatError(self.path, None, f"{what}: {exc}") from exc
+        finally:
+            stream.close()
+        self.seconds = time.perf_counter() - t0
+
+
+def open_file(path: str | Path, *, fmt: str | None = None, tz: ZoneInfo | None = None,
+              lenient: bool = False, host: str | None = None,
+              start: datetime | None = None,
+              interval_s: float | None = None,
+              date_order: str | None = None,
+              first_report: FirstReport = FirstReport.AUTO) -> Opened:
+    """Open one file (compressed or not) with the sniffed or the forced format: the one
+    entry point of the library (:func:`import_file`) and of ``iogauge import``.
 
     ``start`` and ``interval_s`` are for outputs that lack time stamps, ``date_order`` for
     dates the file cannot disambiguate, ``first_report`` for an iostat file's first report
@@ -167,41 +206,26 @@ def import_file(path: str | Path, *, fmt: str | None = None, tz: ZoneInfo | None
     with p.open("rb") as fh:
         first = fh.read(8)
     name = fmt or detect(read_head(p), str(p))
-    module = load(name)
     source = Source(path=str(p), tz=tz, lenient=lenient, host=host, start=start,
                     interval_s=interval_s, date_order=date_order, first_report=first_report)
-    iter_parse: Callable[[BinaryIO, Source], Iterator[SampleFrame]] | None = getattr(
-        module, "iter_parse", None)
-    if iter_parse is not None:
-        # A parser that reads a stream (iostat text piece by piece, perfmon UTF-16 converted
-        # as it is read) gets the file, not its bytes: the input is never held whole.
-        t0 = time.perf_counter()
-        stream, kind = open_binary(p)
-        try:
-            with importer_guard(p, name):
-                frames = list(iter_parse(stream, source))
-            input_bytes = stream.tell()
-        except Exception as exc:
-            if not is_read_error(exc):
-                raise
-            raise InputFormatError(p, None, f"cannot decompress ({kind}): {exc}") from exc
-        finally:
-            stream.close()
-        frame = frames[0] if len(frames) == 1 else SampleFrame.concat(frames)
-    else:
-        data = read_bytes(p)
-        input_bytes = len(data)
-        # The parser receives the only reference to the input, so a parser that is done
-        # with the bytes early (perfmon, after its one read_csv) frees them before it
-        # builds its frame: the peak then holds the input or the frame, not both.
-        handover = [data]
-        del data
-        t0 = time.perf_counter()
-        with importer_guard(p, name):
-            frame = module.parse(handover.pop(), source)
-    seconds = time.perf_counter() - t0
+    return Opened(path=p, format=name, detected=fmt is None, compression=compression_of(first),
+                  module=load(name), source=source)
+
+
+def import_file(path: str | Path, *, fmt: str | None = None, tz: ZoneInfo | None = None,
+                lenient: bool = False, host: str | None = None,
+                start: datetime | None = None,
+                interval_s: float | None = None,
+                date_order: str | None = None,
+                first_report: FirstReport = FirstReport.AUTO) -> ImportResult:
+    """Import one file (:func:`open_file`) whole: every SampleFrame, concatenated."""
+    opened = open_file(path, fmt=fmt, tz=tz, lenient=lenient, host=host, start=start,
+                       interval_s=interval_s, date_order=date_order, first_report=first_report)
+    frames = list(opened.frames())
+    frame = frames[0] if len(frames) == 1 else SampleFrame.concat(frames)
+    source = opened.source
     return ImportResult(
-        path=str(p), format=name, detected=fmt is None, compression=compression_of(first),
-        frame=frame, waits=WaitEventFrame.concat(source.waits), skipped=source.skipped,
-        skipped_examples=source.skipped_examples, notes=source.notes, seconds=seconds,
-        input_bytes=input_bytes)
+        path=str(opened.path), format=opened.format, detected=opened.detected,
+        compression=opened.compression, frame=frame, waits=WaitEventFrame.concat(source.waits),
+        skipped=source.skipped, skipped_examples=source.skipped_examples, notes=source.notes,
+        seconds=opened.seconds, input_bytes=opened.input_bytes)

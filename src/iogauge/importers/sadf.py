@@ -40,20 +40,20 @@ import polars as pl
 
 from iogauge.errors import InputFormatError
 from iogauge.importers import sadf_common, sadf_json
+from iogauge.importers._lines import LineCarry, line_frames
 from iogauge.importers.base import Source
-from iogauge.importers.io import head_then
+from iogauge.importers.io import decode, head_then
 from iogauge.importers.sadf_common import fallback_host, utc_us
-from iogauge.importers.sar_text import (
+from iogauge.importers.sar_text.common import (
     CPU_COLUMNS,
     CPU_SYSTEM_PARTS,
     DEV_COLUMNS,
     decimal_comma,
-    device_frame,
     read_lines,
     report,
     to_float,
 )
-from iogauge.importers.unix_sar import LineCarry, line_frames
+from iogauge.importers.sar_text.rows import device_frame
 from iogauge.model.sampleframe import SampleFrame
 
 NAME = sadf_common.NAME
@@ -82,6 +82,11 @@ def sniff(head: str) -> bool:
             continue  # a file may open with a restart mark (sa files begin at boot)
         return _CSV_HEADER_RE.match(text) is not None
     return False
+
+
+def sniff_bytes(head: bytes) -> bool:
+    """:func:`sniff` of the decoded ``head``."""
+    return sniff(decode(head))
 
 
 def parse(data: bytes, source: Source) -> SampleFrame:
@@ -207,29 +212,13 @@ def _csv_piece(lines: pl.DataFrame, source: Source, carry: _CsvCarry, *, whole: 
         carried = int(carry.header["line_no"][0])
         lines = pl.concat([carry.header, lines])
     problems: list[tuple[int | None, str]] = []
-    line = pl.col("line")
-    df = lines.with_columns(
-        kind=pl.when(line.is_null()).then(pl.lit("blank"))
-        .when(line.str.starts_with("#")).then(pl.lit("header"))
-        .otherwise(pl.lit("data")),
-        # as many fields as split(";") gives: one more than the separators
-        n=(line.str.count_matches(";", literal=True) + 1).cast(pl.UInt32()),
-        # the fourth field (DEV, CPU, or a LINUX-RESTART / COM record), as list.get(3)
-        item=line.str.extract(r"^(?:[^;]*;){3}([^;]*)", 1),
-    )
+    df = _csv_lines(lines, carry)
     del lines
-    df = df.with_columns(grp=(pl.col("kind") == "header").cum_sum()).with_columns(
-        blk=pl.when(pl.col("grp") > 0).then(pl.col("line_no").first().over("grp")))
-    last_header = df.filter(pl.col("kind") == "header").tail(1)
-    if last_header.height:
-        carry.header = last_header.select("line_no", "line")
-
     cut_line: int | None = None
     if not whole:
-        cut_line = int(df.filter(line.is_not_null())["line_no"][-1])
+        cut_line = int(df.filter(pl.col("line").is_not_null())["line_no"][-1])
         source.note(f"file ends in the middle of line {cut_line} (cut off); that line was "
                     "ignored")
-
     item = pl.col("item")
     special = item.str.starts_with("LINUX-RESTART") | item.str.starts_with("COM ")
     rows = df.filter((pl.col("kind") == "data") & (pl.col("line_no") != (cut_line or 0)))
@@ -240,7 +229,69 @@ def _csv_piece(lines: pl.DataFrame, source: Source, carry: _CsvCarry, *, whole: 
     problems += [(n, "data line before any '# hostname;interval;timestamp;...' header")
                  for n in orphans["line_no"]]
     rows = rows.filter(pl.col("blk").is_not_null())
+    layouts = _csv_layouts(df, carried, problems, carry)
+    dev_frames, cpu_frames = _csv_sections(rows, layouts, problems, source)
+    if not dev_frames and not cpu_frames:
+        report(source, problems)
+        return None
+    empty = pl.DataFrame(schema={"blk": pl.Int64(), "order": pl.Int64(),
+                                 "local_s": pl.Int64(), "is_utc": pl.Boolean(),
+                                 "interval_s": pl.Float64()})
+    dev = pl.concat(dev_frames, how="diagonal") if dev_frames else empty
+    cpu = pl.concat(cpu_frames, how="diagonal") if cpu_frames else pl.DataFrame()
+    bad_iv = dev.filter(pl.col("interval_s") <= 0)
+    problems += [(n, f"interval {iv:g} s is not positive")
+                 for n, iv in bad_iv.select("order", "interval_s").iter_rows()]
+    report(source, problems)
+    dev = dev.filter(pl.col("interval_s") > 0)
+    both = pl.concat([dev.select("blk", "order", "local_s", "is_utc"),
+                      cpu.select("blk", "order", "local_s", "is_utc") if cpu.height
+                      else empty.drop("interval_s")]).sort("order")
+    both = both.with_columns(utc_us(both, source, carry.fold_max).alias("utc_us")).select(
+        "order", "utc_us")
+    if cpu.height:
+        _keep_cpu(cpu.join(both, on="order", how="left"), carry)
+    if dev.height == 0:
+        return None
+    dev = dev.join(both, on="order", how="left")
+    carry.dev_rows += dev.height  # (a cut last interval dropped still counts: not an error)
+    if cut_line is not None:
+        dev = _drop_partial_csv(dev, df, cut_line, source)
+    cpu_now = pl.DataFrame()
+    if carry.cpu and dev.height:  # (the CPU rows of this piece's times only)
+        lo, hi = dev["utc_us"].min(), dev["utc_us"].max()
+        cpu_now = pl.concat([c.filter(pl.col("utc_us").is_between(lo, hi))
+                             for c in carry.cpu], how="diagonal_relaxed")
+    return device_frame(dev.drop("blk", "local_s", "is_utc"), cpu_now, name=NAME,
+                        order="order")
 
+
+def _csv_lines(lines: pl.DataFrame, carry: _CsvCarry) -> pl.DataFrame:
+    """The piece's lines with their ``kind`` (blank, header, data), number of fields
+    ``n``, fourth field ``item`` and section ``blk`` (its header's line); the carry keeps
+    the last header for the next piece."""
+    line = pl.col("line")
+    df = lines.with_columns(
+        kind=pl.when(line.is_null()).then(pl.lit("blank"))
+        .when(line.str.starts_with("#")).then(pl.lit("header"))
+        .otherwise(pl.lit("data")),
+        # as many fields as split(";") gives: one more than the separators
+        n=(line.str.count_matches(";", literal=True) + 1).cast(pl.UInt32()),
+        # the fourth field (DEV, CPU, or a LINUX-RESTART / COM record), as list.get(3)
+        item=line.str.extract(r"^(?:[^;]*;){3}([^;]*)", 1),
+    )
+    df = df.with_columns(grp=(pl.col("kind") == "header").cum_sum()).with_columns(
+        blk=pl.when(pl.col("grp") > 0).then(pl.col("line_no").first().over("grp")))
+    last_header = df.filter(pl.col("kind") == "header").tail(1)
+    if last_header.height:
+        carry.header = last_header.select("line_no", "line")
+    return df
+
+
+def _csv_layouts(df: pl.DataFrame, carried: int, problems: list[tuple[int | None, str]],
+                 carry: _CsvCarry) -> dict[tuple[str, ...], list[int]]:
+    """The header layouts of the piece and the sections (header lines) under each; headers
+    sadf -d does not write are refused (the ``carried`` one was judged with its piece)."""
     headers = df.filter(pl.col("kind") == "header").select("line_no", _FIELDS).rows()
     layouts: dict[tuple[str, ...], list[int]] = {}
     for line_no, fields in headers:
@@ -258,7 +309,14 @@ def _csv_piece(lines: pl.DataFrame, source: Source, carry: _CsvCarry, *, whole: 
         if own and fields[3] == "DEV":
             carry.dev_sections += 1
         layouts.setdefault(tuple(fields), []).append(line_no)
+    return layouts
 
+
+def _csv_sections(rows: pl.DataFrame, layouts: dict[tuple[str, ...], list[int]],
+                  problems: list[tuple[int | None, str]], source: Source
+                  ) -> tuple[list[pl.DataFrame], list[pl.DataFrame]]:
+    """The values of the DEV and CPU sections' rows, a batch of rows at a time; rows with
+    another number of fields than their header are refused."""
     dev_frames: list[pl.DataFrame] = []
     cpu_frames: list[pl.DataFrame] = []
     for layout, blks in layouts.items():
@@ -277,53 +335,25 @@ def _csv_piece(lines: pl.DataFrame, source: Source, carry: _CsvCarry, *, whole: 
             batch = part.slice(start, BATCH_ROWS).with_columns(_FIELDS.alias("fields"))
             frames.append(_csv_values(batch, layout, problems, source,
                                       dev=layout[3] == "DEV", comma=comma))
-    if not dev_frames and not cpu_frames:
-        report(source, problems)
-        return None
-    empty = pl.DataFrame(schema={"blk": pl.Int64(), "order": pl.Int64(),
-                                 "local_s": pl.Int64(), "is_utc": pl.Boolean(),
-                                 "interval_s": pl.Float64()})
-    dev = pl.concat(dev_frames, how="diagonal") if dev_frames else empty
-    cpu = pl.concat(cpu_frames, how="diagonal") if cpu_frames else pl.DataFrame()
-    bad_iv = dev.filter(pl.col("interval_s") <= 0)
-    problems += [(n, f"interval {iv:g} s is not positive")
-                 for n, iv in bad_iv.select("order", "interval_s").iter_rows()]
-    report(source, problems)
-    dev = dev.filter(pl.col("interval_s") > 0)
+    return dev_frames, cpu_frames
 
-    both = pl.concat([dev.select("blk", "order", "local_s", "is_utc"),
-                      cpu.select("blk", "order", "local_s", "is_utc") if cpu.height
-                      else empty.drop("interval_s")]).sort("order")
-    both = both.with_columns(utc_us(both, source, carry.fold_max).alias("utc_us")).select(
-        "order", "utc_us")
+
+def _keep_cpu(cpu: pl.DataFrame, carry: _CsvCarry) -> None:
+    """The piece's CPU rows (with ``utc_us``) not seen before, kept in the carry (the last
+    intervals are read again with the next piece)."""
+    # (the host names are views into the piece's text and split fields: copied, so
+    # that the rows kept do not keep those buffers - 50 MB a 4 MiB piece)
+    cpu = cpu.drop("blk", "order", "local_s", "is_utc", "interval_s").with_columns(
+        pl.col("host").cast(pl.Categorical()).cast(pl.String()))
+    cpu = cpu.unique(subset=["host", "utc_us"], keep="first", maintain_order=True)
+    if carry.cpu_keys is not None:  # (the last intervals are read again: seen rows go)
+        cpu = cpu.join(carry.cpu_keys, on=["host", "utc_us"], how="anti",
+                       maintain_order="left")
     if cpu.height:
-        # (the host names are views into the piece's text and split fields: copied, so
-        # that the rows kept do not keep those buffers - 50 MB a 4 MiB piece)
-        cpu = cpu.join(both, on="order", how="left").drop(
-            "blk", "order", "local_s", "is_utc", "interval_s").with_columns(
-            pl.col("host").cast(pl.Categorical()).cast(pl.String()))
-        cpu = cpu.unique(subset=["host", "utc_us"], keep="first", maintain_order=True)
-        if carry.cpu_keys is not None:  # (the last intervals are read again: seen rows go)
-            cpu = cpu.join(carry.cpu_keys, on=["host", "utc_us"], how="anti",
-                           maintain_order="left")
-        if cpu.height:
-            carry.cpu.append(cpu)
-            keys = cpu.select("host", "utc_us")
-            carry.cpu_keys = (keys if carry.cpu_keys is None
-                              else pl.concat([carry.cpu_keys, keys], rechunk=False))
-    if dev.height == 0:
-        return None
-    dev = dev.join(both, on="order", how="left")
-    carry.dev_rows += dev.height  # (a cut last interval dropped still counts: not an error)
-    if cut_line is not None:
-        dev = _drop_partial_csv(dev, df, cut_line, source)
-    cpu_now = pl.DataFrame()
-    if carry.cpu and dev.height:  # (the CPU rows of this piece's times only)
-        lo, hi = dev["utc_us"].min(), dev["utc_us"].max()
-        cpu_now = pl.concat([c.filter(pl.col("utc_us").is_between(lo, hi))
-                             for c in carry.cpu], how="diagonal_relaxed")
-    return device_frame(dev.drop("blk", "local_s", "is_utc"), cpu_now, name=NAME,
-                        order="order")
+        carry.cpu.append(cpu)
+        keys = cpu.select("host", "utc_us")
+        carry.cpu_keys = (keys if carry.cpu_keys is None
+                          else pl.concat([carry.cpu_keys, keys], rechunk=False))
 
 
 def _csv_values(part: pl.DataFrame, layout: tuple[str, ...],

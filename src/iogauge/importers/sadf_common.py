@@ -10,7 +10,8 @@ from __future__ import annotations
 import polars as pl
 
 from iogauge.importers.base import Source
-from iogauge.importers.sar_text import file_stem, local_to_utc_us, zone_note
+from iogauge.importers.sar_text.common import local_to_utc_us, zone_note
+from iogauge.importers.sar_text.rows import file_stem
 
 NAME = "sadf"
 

@@ -84,13 +84,14 @@ from typing import Any, BinaryIO
 import polars as pl
 
 from iogauge.errors import InputFormatError
+from iogauge.importers._lines import LineCarry, report_frames
 from iogauge.importers.base import Source
 from iogauge.importers.io import head_then
 from iogauge.importers.json_objects import decode_objects, drop_bad_entries
 from iogauge.importers.json_stream import HostsDocument
 from iogauge.importers.sadf_common import NAME, fallback_host, utc_us
-from iogauge.importers.sar_text import device_frame, report
-from iogauge.importers.unix_sar import LineCarry, report_frames
+from iogauge.importers.sar_text.common import report
+from iogauge.importers.sar_text.rows import device_frame
 from iogauge.model.sampleframe import SampleFrame
 
 #: Bytes read per piece by :func:`iter_parse`.
@@ -261,9 +262,46 @@ def _piece(lines: pl.DataFrame, source: Source, carry: _Carry, *, final: bool, n
     del lines
     if df.height == 0:
         return None
+    df = _judged(_placed(df, carry, final=final))
+    exempt_region, exempt_line = _cut(df, source, final=final, sa_file=sa_file)
+    k, tabs = pl.col("kind"), pl.col("tabs")
+    live = (pl.col("region") != exempt_region) & (pl.col("line_no") != exempt_line)
+    problems: list[tuple[int | None, str]] = []
+    bad = df.filter(live & ((k == "X") | ~pl.col("indent_ok") | ~pl.col("bracket_ok")
+                            | ~pl.col("comma_ok")))
+    for row in bad.select("line_no", "kind", "body", "tabs", "indent_ok", "bracket_ok",
+                          "prev_same").iter_rows(named=True):
+        problems.append((row["line_no"], _why(row)))
+    stats, disks, cpus = _entry_objects(df, live, problems)
+    first: dict[int | None, str] = {}
+    for line_no, reason in problems:  # (one reason a line: each refused line counts once)
+        first.setdefault(line_no, reason)
+    report(source, list(first.items()))  # (raises at the first unless --lenient)
+    # the lines of an entry whose opening '{' was lost belong to no entry: counted here
+    headless = df.filter(live & (pl.col("region") < 0) & (tabs >= 5)
+                         & (pl.col("list3") == "statistics")
+                         & ~pl.col("line_no").is_in(list(first)))["line_no"]
+    if headless.len():
+        source.skip(int(headless[0]), "a line of a statistics entry whose opening '{' is "
+                    "lost (not read)", count=headless.len())
+    # entries with a bad line are dropped whole
+    gone = drop_bad_entries(
+        df.select("line_no", "region",
+                  closes_entry=(k == "C") & (tabs == 4) & (pl.col("region") >= 0)),
+        [n for n in first if n is not None], exempt_region, source)
+    _hand_on(df, carry)
+    del df
+    keep = ~pl.col("region").is_in(gone.implode())
+    return _rows(stats.filter(keep), disks.filter(keep), cpus.filter(keep), source,
+                 carry.hostnames, carry.fold_max, name=name)
+
+
+def _placed(df: pl.DataFrame, carry: _Carry, *, final: bool) -> pl.DataFrame:
+    """The classified lines with what their place is judged by: the line before (its
+    indentation, whether it opens, its kind), the line after, the previous line at the same
+    indentation, the lists they are in, the host and the statistics entry (``region``)."""
     k, b, tabs = pl.col("kind"), pl.col("body"), pl.col("tabs")
     opens = k.is_in(["A", "O"])
-    closes = k.is_in(["C", "z"])
     carried = (tabs.replace_strict(carry.level_last, default=None, return_dtype=pl.String())
                if carry.level_last else pl.lit(None, pl.String()))
     entry_open = (k == "O") & (b == "{") & (tabs == 4) & (pl.col("list3") == "statistics")
@@ -280,13 +318,17 @@ def _piece(lines: pl.DataFrame, source: Source, carry: _Carry, *, final: bool, n
         host_no=carry.host_no + ((tabs == 2) & (b == "{")).cum_sum().cast(pl.Int64()),
     )
     df = df.with_columns(entry_open=entry_open)
-    df = df.with_columns(
+    return df.with_columns(
         region=pl.when(pl.col("entry_open"))
         .then(carry.entries + pl.col("entry_open").cum_sum().cast(pl.Int64()))
         .when(((tabs <= 3) | ((tabs == 4) & (k == "O"))) & (k != "X")).then(pl.lit(-1))
         .forward_fill().fill_null(carry.region))
 
-    # --- the layout, line by line ----------------------------------------------------------
+
+def _judged(df: pl.DataFrame) -> pl.DataFrame:
+    """The layout, line by line: ``indent_ok``, ``bracket_ok`` and ``comma_ok``."""
+    k, b, tabs = pl.col("kind"), pl.col("body"), pl.col("tabs")
+    closes = k.is_in(["C", "z"])
     expected = (pl.col("prev_tabs") + pl.col("prev_opens").cast(pl.Int64())
                 - closes.cast(pl.Int64()))
     indent_ok = (tabs == expected) | (pl.col("prev_kind") == "X")
@@ -300,36 +342,35 @@ def _piece(lines: pl.DataFrame, source: Source, carry: _Carry, *, final: bool, n
     after = pl.col("after")
     sibling = ~after.is_in(["C", "z", "$", "A"])  # (A: a document after this one)
     comma_ok = ~judged | (b.str.ends_with(",") == sibling) | (after == "X")
-    df = df.with_columns(indent_ok=indent_ok, bracket_ok=bracket_ok, comma_ok=comma_ok)
+    return df.with_columns(indent_ok=indent_ok, bracket_ok=bracket_ok, comma_ok=comma_ok)
 
-    # --- the cut: a document that does not end with its last line --------------------------
-    exempt_region = -2
-    exempt_line = -1
-    last_kind = str(df["kind"][-1])
-    if final and last_kind != "z":
-        last_region = int(df["region"][-1])
-        closed = df.filter((pl.col("region") == last_region) & (k == "C")
-                           & (tabs == 4)).height > 0
-        what = "the sa file" if sa_file else "the JSON document"
-        if last_region >= 0 and not closed:
-            exempt_region = last_region
-            opened = int(df.filter(pl.col("region") == last_region)["line_no"][0])
-            source.note(f"{what} is cut off inside the statistics entry of line {opened}: "
-                        "that interval was dropped (whole intervals only)")
-        else:  # (its last line may be cut short: no error, like a cut entry)
-            exempt_line = int(df["line_no"][-1])
-            source.note(f"{what} is cut off after its last statistics entry: every "
-                        "interval was kept")
 
-    live = (pl.col("region") != exempt_region) & (pl.col("line_no") != exempt_line)
-    problems: list[tuple[int | None, str]] = []
-    bad = df.filter(live & ((k == "X") | ~pl.col("indent_ok") | ~pl.col("bracket_ok")
-                            | ~pl.col("comma_ok")))
-    for row in bad.select("line_no", "kind", "body", "tabs", "indent_ok", "bracket_ok",
-                          "prev_same").iter_rows(named=True):
-        problems.append((row["line_no"], _why(row)))
+def _cut(df: pl.DataFrame, source: Source, *, final: bool, sa_file: bool) -> tuple[int, int]:
+    """A document that does not end with its last line: the entry (region) or the last line
+    exempt from refusal (-2, -1: none), noted."""
+    if not final or str(df["kind"][-1]) == "z":
+        return -2, -1
+    k, tabs = pl.col("kind"), pl.col("tabs")
+    last_region = int(df["region"][-1])
+    closed = df.filter((pl.col("region") == last_region) & (k == "C")
+                       & (tabs == 4)).height > 0
+    what = "the sa file" if sa_file else "the JSON document"
+    if last_region >= 0 and not closed:
+        opened = int(df.filter(pl.col("region") == last_region)["line_no"][0])
+        source.note(f"{what} is cut off inside the statistics entry of line {opened}: "
+                    "that interval was dropped (whole intervals only)")
+        return last_region, -1
+    # (its last line may be cut short: no error, like a cut entry)
+    source.note(f"{what} is cut off after its last statistics entry: every "
+                "interval was kept")
+    return -2, int(df["line_no"][-1])
 
-    # --- timestamps, disk and CPU objects (each decoded in slices, see decode_objects) -----
+
+def _entry_objects(df: pl.DataFrame, live: pl.Expr, problems: list[tuple[int | None, str]]
+                   ) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
+    """Timestamps, disk and CPU objects of the live entries (each decoded in slices, see
+    decode_objects); what cannot be read goes to ``problems``."""
+    k, b, tabs = pl.col("kind"), pl.col("body"), pl.col("tabs")
     in_entry = live & (pl.col("region") >= 0)
     ts = df.filter(in_entry & (k == "V") & (tabs == 5) & (pl.col("key") == "timestamp"))
     ts = ts.select("line_no", "region", "host_no", obj=b.str.extract(_TS_RE, 1))
@@ -354,28 +395,7 @@ def _piece(lines: pl.DataFrame, source: Source, carry: _Carry, *, final: bool, n
     problems += _disk_problems(disks)
     stats, stamp_problems = _stamps(stats)
     problems += stamp_problems
-    first: dict[int | None, str] = {}
-    for line_no, reason in problems:  # (one reason a line: each refused line counts once)
-        first.setdefault(line_no, reason)
-    report(source, list(first.items()))  # (raises at the first unless --lenient)
-    # the lines of an entry whose opening '{' was lost belong to no entry: counted here
-    headless = df.filter(live & (pl.col("region") < 0) & (tabs >= 5)
-                         & (pl.col("list3") == "statistics")
-                         & ~pl.col("line_no").is_in(list(first)))["line_no"]
-    if headless.len():
-        source.skip(int(headless[0]), "a line of a statistics entry whose opening '{' is "
-                    "lost (not read)", count=headless.len())
-
-    # --- entries with a bad line are dropped whole -----------------------------------------
-    gone = drop_bad_entries(
-        df.select("line_no", "region",
-                  closes_entry=(k == "C") & (tabs == 4) & (pl.col("region") >= 0)),
-        [n for n in first if n is not None], exempt_region, source)
-    _hand_on(df, carry)
-    del df
-    keep = ~pl.col("region").is_in(gone.implode())
-    return _rows(stats.filter(keep), disks.filter(keep), cpus.filter(keep), source,
-                 carry.hostnames, carry.fold_max, name=name)
+    return stats, disks, cpus
 
 
 def _decoded(frame: pl.DataFrame, dtype: pl.Struct, problems: list[tuple[int | None, str]],

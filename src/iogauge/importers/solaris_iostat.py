@@ -67,7 +67,7 @@ import io
 import itertools
 import re
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import BinaryIO
 
@@ -75,9 +75,7 @@ import polars as pl
 
 from iogauge.errors import InputFormatError
 from iogauge.importers import first_report
-from iogauge.importers.base import Source
-from iogauge.importers.first_report import busiest
-from iogauge.importers.unix_sar import (
+from iogauge.importers._lines import (
     LineCarry,
     host_fallback,
     line_frames,
@@ -87,6 +85,9 @@ from iogauge.importers.unix_sar import (
     refuse_rows,
     start_local,
 )
+from iogauge.importers.base import Source
+from iogauge.importers.first_report import busiest
+from iogauge.importers.io import decode
 from iogauge.model import timeline
 from iogauge.model.sampleframe import TS_DTYPE, SampleFrame
 
@@ -128,6 +129,11 @@ def sniff(head: str) -> bool:
     return bool(re.search(_EXT_RE, head)) and bool(_HEADER_SNIFF.search(head))
 
 
+def sniff_bytes(head: bytes) -> bool:
+    """:func:`sniff` of the decoded ``head``."""
+    return sniff(decode(head))
+
+
 def _kind_parent() -> tuple[pl.Expr, pl.Expr]:
     """(device_kind, parent) from Solaris instance names (``sd0``, ``sd0,a``, ``nfs1``,
     ``ssd22.t2.fp0``) and ``-n`` descriptive names (``c0t0d0``, ``c0t0d0s0``, ``c0``,
@@ -162,7 +168,7 @@ CHUNK_BYTES = 4 << 20
 @dataclass
 class _Carry(LineCarry):
     """What one piece of a file hands on to the next (:func:`iter_parse`), besides the
-    held-back lines of :class:`~iogauge.importers.unix_sar.LineCarry`: its last report.
+    held-back lines of :class:`~iogauge.importers._lines.LineCarry`: its last report.
 
     Attributes:
         first: no report has been given out yet (the next one is the file's first, since
@@ -244,24 +250,72 @@ def _parse_piece(lines: pl.DataFrame, source: Source, carry: _Carry, *, final: b
         # no final line break: the last line may be cut mid-number (or mid-time-stamp), so it
         # is not read at all, and the report it ends is dropped below
         lines = lines.filter(pl.col("line_no") != carry.lines_read)
+    raw = _raw_of(lines, source, carry, final=final)
+    if raw is None:
+        carry.lines = lines.select("line_no", "line")  # read on until a header comes
+        return None
+    carry.raw = raw
+    df = _classified(lines, raw, source, carry)
+    held = _hold_last(df, lines, carry, final=final)
+    if held is None:
+        return None
+    df, n_reports, changed = held
+    del lines
+    piece = _Piece(df, n_reports, changed, _fields(raw), final=final)
+    rows = _device_rows(piece, source, carry, cut=cut)
+    if rows is None:
+        return None
+    return _frame_of(piece, rows, source, carry)
+
+
+@dataclass
+class _Piece:
+    """A piece's lines classified (``df``: report ``rid`` and the flags of each line), its
+    number of reports, the reports after a ``<<...>>`` line (``changed``: they average since
+    boot again), its field splitter, and what was read of it."""
+
+    df: pl.DataFrame
+    n_reports: int
+    changed: set[int]
+    tok: pl.Expr
+    final: bool
+    drop: set[int] = field(default_factory=set)
+    cpu_parts: list[pl.DataFrame] = field(default_factory=list)
+    first: bool = False  # the file's first reports (carry.first when it was read)
+    base: int = 0  # reports given out before this piece
+
+    @property
+    def last(self) -> int:
+        return self.n_reports - 1
+
+
+def _raw_of(lines: pl.DataFrame, source: Source, carry: _Carry, *, final: bool) -> bool | None:
+    """Whether the file is ``-r`` comma-separated output (from its first column header);
+    None while a piece that is not the last has no header yet."""
     header_rows = lines.filter(pl.col("line").str.contains(r"(^|[\s,])r/[si]([\s,]|$)")
                                & pl.col("line").str.contains(r"%b"))
     if header_rows.height:
-        raw = "," in str(header_rows["line"][0]) if carry.raw is None else carry.raw
-    elif carry.raw is not None:
-        raw = carry.raw
-    elif not final:
-        carry.lines = lines.select("line_no", "line")  # read on until a header comes
+        return "," in str(header_rows["line"][0]) if carry.raw is None else carry.raw
+    if carry.raw is not None:
+        return carry.raw
+    if not final:
         return None
-    else:
-        raise InputFormatError(source.path, None, "no 'r/s w/s kr/s kw/s wait actv ...' "
-                               "header of iostat -x")
-    carry.raw = raw
-    # Lines are split into fields only where the fields are read (headers, cpu blocks, the
-    # device rows a batch of reports at a time: _rows_in_batches); the other tests are
-    # regexes on the line, as the fields would answer them (the lists of every line of a
-    # file cost some 10x its size).
-    tok = _fields(raw)
+    raise InputFormatError(source.path, None, "no 'r/s w/s kr/s kw/s wait actv ...' "
+                           "header of iostat -x")
+
+
+def _cpu_block() -> pl.Expr:
+    return pl.col("is_cpu_title") | pl.col("is_cpu_sub") | pl.col("is_cpu_val")
+
+
+def _classified(lines: pl.DataFrame, raw: bool, source: Source, carry: _Carry
+                ) -> pl.DataFrame:
+    """``lines`` with the kind of each line and its report ``rid``.
+
+    Lines are split into fields only where the fields are read (headers, cpu blocks, the
+    device rows a batch of reports at a time: _rows_in_batches); the other tests are
+    regexes on the line, as the fields would answer them (the lists of every line of a
+    file cost some 10x its size)."""
     sep = r"\s*,[\s,]*" if raw else r"\s+"
     edge = r"[\s,]*" if raw else r"\s*"
 
@@ -271,8 +325,6 @@ def _parse_piece(lines: pl.DataFrame, source: Source, carry: _Carry, *, final: b
         return pl.col("line").str.contains(f"^{edge}{w}(?:{sep}{w})*{edge}$").fill_null(False)
 
     has_field = pl.col("line").str.contains(r"[^\s,]" if raw else r"\S").fill_null(False)
-    is_cpu_sub = only(sorted(_CPU_WORDS))
-    is_cpu_title = only(["tty", "cpu"])
     df = lines.with_columns(has_field.alias("has_field"))
     df = df.with_columns(
         pl.col("line").str.contains(_EXT_RE).fill_null(False).alias("is_ext"),
@@ -281,8 +333,8 @@ def _parse_piece(lines: pl.DataFrame, source: Source, carry: _Carry, *, final: b
         pl.col("line").str.contains(_STATE_RE).fill_null(False).alias("is_state"),
         (pl.col("line").str.contains(r"(^|[\s,])r/[si]([\s,]|$)")
          & pl.col("line").str.contains("%b")).fill_null(False).alias("is_hdr"),
-        is_cpu_title.alias("is_cpu_title"),
-        is_cpu_sub.alias("is_cpu_sub"),
+        only(["tty", "cpu"]).alias("is_cpu_title"),
+        only(sorted(_CPU_WORDS)).alias("is_cpu_sub"),
     ).with_columns(
         # the numbers line right after a "us sy wt id" block header (-n with -c)
         pl.col("is_cpu_sub").shift(1, fill_value=False).alias("is_cpu_val"),
@@ -294,13 +346,12 @@ def _parse_piece(lines: pl.DataFrame, source: Source, carry: _Carry, *, final: b
         raise InputFormatError(source.path, int(stamp["line_no"][0]) if stamp.height else None,
                                "time stamps begin after reports without any: the file joins "
                                "iostat runs with and without -T; import them separately")
-    cpu_block = pl.col("is_cpu_title") | pl.col("is_cpu_sub") | pl.col("is_cpu_val")
     # (cum_sum counts in UInt32: cast before the "- 1", or the lines before the first title
     # wrap round to report 4294967295, and the times of 4 billion reports were allocated)
     if timestamped:
         rid = pl.col("is_ts").cum_sum().cast(pl.Int64) - 1
     else:
-        rid = pl.col("is_ext").cum_sum().cast(pl.Int64) - 1 + cpu_block.cast(pl.Int64)
+        rid = pl.col("is_ext").cum_sum().cast(pl.Int64) - 1 + _cpu_block().cast(pl.Int64)
     df = df.with_columns(rid.alias("rid"))
     if (carry.first and not timestamped
             and df.filter((pl.col("rid") < 0) & pl.col("is_hdr")).height):
@@ -310,8 +361,14 @@ def _parse_piece(lines: pl.DataFrame, source: Source, carry: _Carry, *, final: b
         # the stray ones are refused below as lines before the column header.)
         df = df.with_columns(pl.col("rid") + 1)
         carry.mid_capture = True
+    return df
 
-    # --- a piece that is not the file's last: its last report waits for the next piece ---
+
+def _hold_last(df: pl.DataFrame, lines: pl.DataFrame, carry: _Carry, *, final: bool
+               ) -> tuple[pl.DataFrame, int, set[int]] | None:
+    """A piece that is not the file's last: its last report waits for the next piece (None:
+    too few reports so far, read on). Returns the lines given out, their number of reports
+    and the reports after a ``<<...>>`` line."""
     n_reports = max_int(df["rid"]) + 1
     changed = {int(r) + 1 for r in df.filter(pl.col("is_state"))["rid"].to_list()}
     if carry.since_boot_next or carry.first:
@@ -328,8 +385,16 @@ def _parse_piece(lines: pl.DataFrame, source: Source, carry: _Carry, *, final: b
         df = df.filter(pl.col("line_no") < from_line)
         n_reports = held
     carry.since_boot_next = not final and n_reports in changed
+    return df, n_reports, changed
+
+
+def _device_rows(piece: _Piece, source: Source, carry: _Carry, *, cut: bool
+                 ) -> pl.DataFrame | None:
+    """The device rows of the piece's reports under their column layouts (and its CPU parts
+    into ``piece.cpu_parts``); None when none is left."""
+    timestamped = bool(piece.df["is_ts"].any())
     carry.timestamped = timestamped
-    del lines
+    df = piece.df
     if timestamped:
         # lines before the first time stamp belong to a report whose time is unknown
         early = df.filter((pl.col("rid") < 0) & pl.col("has_field") & ~pl.col("is_ext"))
@@ -337,89 +402,105 @@ def _parse_piece(lines: pl.DataFrame, source: Source, carry: _Carry, *, final: b
             "line before the first time stamp of a file of time-stamped (-T) reports: '{}'",
             pl.col("line")).alias("reason")))
         df = df.filter(pl.col("rid") >= 0)
-    df = df.with_columns(pl.col("is_hdr").cum_sum().over("rid").alias("hdr_seen"))
+    df = piece.df = df.with_columns(pl.col("is_hdr").cum_sum().over("rid").alias("hdr_seen"))
+    data_rows, layouts = _data_rows(piece, source)
+    if timestamped:
+        twice = df.filter(pl.col("is_ext")).filter(pl.col("rid").is_duplicated())
+        if twice.height:
+            raise InputFormatError(source.path, int(twice["line_no"][1]), "a report without "
+                                   "its time stamp in a file of time-stamped (-T) reports")
+    last = piece.last
+    if piece.final and (last not in set(layouts["rid"].to_list()) or cut):
+        # cut inside the last report: its last line may be cut mid-number
+        piece.drop.add(last)
+        data_rows = data_rows.filter(pl.col("rid") != last)
+        source.note(f"the file ends inside its last report (report {carry.rid_base + last + 1}"
+                    f", from line {_first_line(df, last)}): that report was dropped")
+    parts: list[pl.DataFrame] = []
+    for key in layouts["key"].unique(maintain_order=True).to_list():
+        cols = key.split(" ")
+        line_no = int(layouts.filter(pl.col("key") == key)["line_no"][0])
+        rows = data_rows.filter(pl.col("key") == key)
+        for frame, cpu in _rows_in_batches(rows, piece.tok, cols, line_no, source):
+            parts.append(frame)
+            if cpu is not None:
+                piece.cpu_parts.append(cpu)
+    # the -n "cpu" blocks
+    block = _cpu_blocks(df, piece.tok, source)
+    if block is not None:
+        piece.cpu_parts.append(block)
+    del data_rows
+    return _given_out(piece, parts, source, carry)
 
-    # --- the column layout of every report's header ------------------------------------------
-    hdrs = df.filter(pl.col("is_hdr")).select("rid", "line_no", tok.alias("tok"))
+
+def _data_rows(piece: _Piece, source: Source) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """The device lines of the piece (with the ``key`` of their report's column layout) and
+    the layouts (``rid``, ``line_no``, ``key``); lines before a header are refused."""
+    df = piece.df
+    hdrs = df.filter(pl.col("is_hdr")).select("rid", "line_no", piece.tok.alias("tok"))
     layouts = hdrs.with_columns(pl.col("tok").list.join(" ").alias("key"))
     data_rows = df.filter(~(pl.col("is_ext") | pl.col("is_ts") | pl.col("is_state")
-                            | pl.col("is_hdr") | cpu_block) & pl.col("has_field"))
+                            | pl.col("is_hdr") | _cpu_block()) & pl.col("has_field"))
     before_hdr = data_rows.filter(pl.col("hdr_seen") == 0)
     refuse_rows(source, before_hdr.with_columns(
         pl.format("line before the iostat column header: '{}'", pl.col("line"))
         .alias("reason")))
     data_rows = data_rows.filter(pl.col("hdr_seen") > 0).join(
         layouts.select("rid", "key"), on="rid", how="left")
+    return data_rows, layouts
 
-    if timestamped:
-        twice = df.filter(pl.col("is_ext")).filter(pl.col("rid").is_duplicated())
-        if twice.height:
-            raise InputFormatError(source.path, int(twice["line_no"][1]), "a report without "
-                                   "its time stamp in a file of time-stamped (-T) reports")
-    drop: set[int] = set()
-    last = n_reports - 1
-    if final and (last not in set(hdrs["rid"].to_list()) or cut):
-        # cut inside the last report: its last line may be cut mid-number
-        drop.add(last)
-        data_rows = data_rows.filter(pl.col("rid") != last)
-        source.note(f"the file ends inside its last report (report {carry.rid_base + last + 1}"
-                    f", from line {_first_line(df, last)}): that report was dropped")
 
-    parts: list[pl.DataFrame] = []
-    cpu_parts: list[pl.DataFrame] = []
-    for key in layouts["key"].unique(maintain_order=True).to_list():
-        cols = key.split(" ")
-        line_no = int(layouts.filter(pl.col("key") == key)["line_no"][0])
-        rows = data_rows.filter(pl.col("key") == key)
-        for frame, cpu in _rows_in_batches(rows, tok, cols, line_no, source):
-            parts.append(frame)
-            if cpu is not None:
-                cpu_parts.append(cpu)
-    # the -n "cpu" blocks
-    block = _cpu_blocks(df, tok, source)
-    if block is not None:
-        cpu_parts.append(block)
-    del data_rows
-
-    first, base = carry.first, carry.rid_base
+def _given_out(piece: _Piece, parts: list[pl.DataFrame], source: Source, carry: _Carry
+               ) -> pl.DataFrame | None:
+    """The rows the piece gives out, once the carry knows what the next piece needs; a last
+    report cut inside its device list is dropped; None when no row is left."""
+    piece.first, piece.base = carry.first, carry.rid_base
     # what the next piece needs (a piece without rows still advances the file)
     carry.first = False
-    carry.rid_base += n_reports
+    carry.rid_base += piece.n_reports
     rows = pl.concat(parts, how="diagonal_relaxed") if parts else pl.DataFrame()
     prev_devices, zero_before = carry.prev_devices, carry.zero_row
     carry.zero_row = zero_before or (rows.height > 0 and _has_zero_row(rows))
+    last = piece.last
     in_last = rows.filter(pl.col("rid") == last) if rows.height else rows
     carry.prev_devices = in_last["device"].to_list() if in_last.height else None
     if rows.height == 0:
-        if not final and timestamped:
-            times = _report_times(df, n_reports, timestamped, source, base, carry.last_ts,
-                                  lead=carry.lead)
+        if not piece.final and carry.timestamped:
+            times = _report_times(piece.df, piece.n_reports, True, source, piece.base,
+                                  carry.last_ts, lead=carry.lead)
             carry.last_ts = times["ts"][-1] if times.height else carry.last_ts
         return None
-    if (final and last not in drop and last not in changed
+    if (piece.final and last not in piece.drop and last not in piece.changed
             and _cut_by_device_list(rows, last, prev_devices, zero_before)):
-        source.note(f"the file ends inside its last report (report {base + last + 1}, from "
-                    f"line {_first_line(df, last)}): it lists only the first devices of the "
-                    f"earlier reports, so it was dropped")
+        source.note(f"the file ends inside its last report (report {piece.base + last + 1}, "
+                    f"from line {_first_line(piece.df, last)}): it lists only the first "
+                    "devices of the earlier reports, so it was dropped")
         rows = rows.filter(pl.col("rid") != last)
         if rows.height == 0:
             return None
+    return rows
 
-    since = changed & set(range(n_reports))
-    if changed - {0} or (0 in changed and not first):
+
+def _frame_of(piece: _Piece, rows: pl.DataFrame, source: Source, carry: _Carry
+              ) -> SampleFrame:
+    """The SampleFrame of the piece's device ``rows``: report times, intervals, the
+    since-boot flag, the CPU columns, host and kinds."""
+    timestamped = bool(carry.timestamped)
+    since = piece.changed & set(range(piece.n_reports))
+    if piece.changed - {0} or (0 in piece.changed and not piece.first):
         source.note("iostat reported a configuration change (<<...>> lines): the report after "
                     "it averages since boot again and is flagged since_boot")
-    if first and not first_report.since_boot(
+    if piece.first and not first_report.since_boot(
             source, busiest=busiest(rows.filter(pl.col("rid") == 0)),
             shown_by=None if carry.mid_capture else
             "iostat(8): a run's first report covers the time since boot, and the file starts "
             "where iostat's output starts"):
         since.discard(0)
         carry.lead = 1
-    times = _report_times(df, n_reports, timestamped, source, base, carry.last_ts,
-                          lead=carry.lead)
+    times = _report_times(piece.df, piece.n_reports, timestamped, source, piece.base,
+                          carry.last_ts, lead=carry.lead)
     carry.last_ts = times["ts"][-1] if times.height else carry.last_ts
-    if first or carry.regular_s is None:
+    if piece.first or carry.regular_s is None:
         carry.regular_s = _regular_interval(times, source, relative=not timestamped
                                             and source.start is None)
     regular = carry.regular_s
@@ -435,13 +516,12 @@ def _parse_piece(lines: pl.DataFrame, source: Source, carry: _Carry, *, final: b
             pl.format("time stamp does not advance (interval {} s)", pl.col("interval_s"))
             .alias("reason")))
         rows = rows.filter(pl.col("interval_s") > 0)
-
-    if cpu_parts:
-        cpu = pl.concat(cpu_parts, how="diagonal_relaxed").unique(subset=["rid"], keep="first")
+    if piece.cpu_parts:
+        cpu = (pl.concat(piece.cpu_parts, how="diagonal_relaxed")
+               .unique(subset=["rid"], keep="first"))
         if "cpu_iowait_pct" in cpu.columns:
-            cpu = _iowait(cpu, df, source, carry)
+            cpu = _iowait(cpu, piece.df, source, carry)
         rows = rows.join(cpu, on="rid", how="left")
-
     kind, parent = _kind_parent()
     out = rows.with_columns(kind.alias("device_kind"), parent.alias("parent"),
                             pl.lit(host_fallback(source)).alias("host"),

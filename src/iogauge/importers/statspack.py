@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from typing import BinaryIO
 
 from iogauge.importers.base import Source
+from iogauge.importers.io import decode
 from iogauge.importers.oracle import CHUNK_BYTES, iter_reports, parse_reports
 from iogauge.model.sampleframe import SampleFrame
 
@@ -24,6 +25,11 @@ _START_RE = re.compile(r"^\s*STATSPACK report for\s*$")
 
 def sniff(head: str) -> bool:
     return any(_START_RE.match(line) for line in head.splitlines()[:200])
+
+
+def sniff_bytes(head: bytes) -> bool:
+    """:func:`sniff` of the decoded ``head``."""
+    return sniff(decode(head))
 
 
 def parse(data: bytes, source: Source) -> SampleFrame:

@@ -265,7 +265,7 @@ def _shape_of(texts: pl.Series, kind: str) -> _Shape | None:
 @dataclass(frozen=True)
 class FixedShape:
     """A stamp shape as byte positions, for a byte-level reader that must read every text of
-    the shape as :func:`parse_local` does (its strptime path): iostat_text's ``ig_stamps``.
+    the shape as :func:`parse_local` does (its strptime path): the iostat importer's ``ig_stamps``.
 
     Attributes:
         template: the example stamp (ASCII).

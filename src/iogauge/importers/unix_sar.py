@@ -85,17 +85,26 @@ from __future__ import annotations
 
 import io
 import re
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from datetime import UTC, date, datetime
-from pathlib import Path
+from datetime import date
 from typing import Any, BinaryIO
 
 import polars as pl
 
 from iogauge.errors import InputFormatError
+from iogauge.importers._lines import (
+    LineCarry,
+    host_fallback,
+    localize,
+    max_int,
+    numbers,
+    refuse_rows,
+    report_frames,
+    start_local,
+)
 from iogauge.importers.base import Source
-from iogauge.importers.io import decode, encoding_of, line_pieces
+from iogauge.importers.io import decode
 from iogauge.model.sampleframe import SampleFrame
 
 NAME = "unix-sar"
@@ -104,181 +113,6 @@ DESCRIPTION = ("sar text of Solaris/illumos, AIX and HP-UX: the sar -d device se
 EXPECTS = ("a 'SunOS|AIX|HP-UX <host> ... MM/DD/YY' header line followed by sar sections "
            "('HH:MM:SS  %usr %sys ...'), or a bare 'HH:MM:SS device %busy avque r+w/s "
            "blks/s|Kbs/s avwait avserv' header")
-
-# ---------------------------------------------------------------------------------------------
-# helpers shared with solaris_iostat and aix_iostat
-# ---------------------------------------------------------------------------------------------
-_LINE_SCHEMA = {"line": pl.String()}
-
-
-def read_lines(data: bytes | list[bytes]) -> pl.DataFrame:
-    """The input as one row per line: ``line_no`` (1-based, u32) and ``line`` (str, null when
-    blank), trailing blanks and carriage returns removed.
-
-    The whole text is read by polars as one string column (no per-line Python loop); blank
-    lines come back as null, so the row index + 1 is the line number. A one-item list hands
-    the bytes over: they are let go once read, before the lines are trimmed (a copy of the
-    column), so the peak holds the input or a second column, not both.
-    """
-    if isinstance(data, list):
-        data = data.pop()
-    if encoding_of(data) != "utf-8":
-        data = decode(data).encode("utf-8")
-    if not data.strip():
-        return pl.DataFrame({"line_no": [], "line": []},
-                            schema={"line_no": pl.UInt32(), "line": pl.String()})
-    df = pl.read_csv(io.BytesIO(data), has_header=False, separator="\x1f", quote_char=None,
-                     new_columns=["line"], schema=_LINE_SCHEMA)
-    del data
-    line = pl.col("line").str.strip_chars_end(" \t\r\x00")
-    return df.with_row_index("line_no", offset=1).with_columns(
-        pl.when(line.str.len_chars() > 0).then(line).otherwise(None).alias("line"))
-
-
-@dataclass
-class LineCarry:
-    """What one piece of a file read in pieces (:func:`line_frames`) hands on to the next.
-
-    Attributes:
-        lines: lines held back (``line_no``, ``line``), read again at the head of the next
-            piece (the report the piece may have ended inside).
-        lines_read: lines of the file before the next piece's new bytes.
-        seen_text: some piece so far held more than white space (else: "empty file").
-    """
-
-    lines: pl.DataFrame | None = None
-    lines_read: int = 0
-    seen_text: bool = False
-
-
-def line_frames(stream: BinaryIO, chunk_bytes: int, carry: LineCarry, path: str,
-                reader: Callable[[list[bytes]], pl.DataFrame] | None = None
-                ) -> Iterator[tuple[pl.DataFrame, bool, bool]]:
-    """``(lines, last, cut)`` for each piece of ``stream`` (:func:`iogauge.importers.io
-    .line_pieces`): the piece's lines (``reader``, default :func:`read_lines`) numbered in
-    the file, after the lines the piece before held back in ``carry.lines``. ``cut``: the
-    last piece does not end with a line break (its last line, number ``carry.lines_read``,
-    may be cut short). Raises "empty file" for a stream of white space only."""
-    read = reader or read_lines
-    number_dtype = read([b""]).schema["line_no"]
-    for data, last in line_pieces(stream, chunk_bytes):
-        cut = last and bool(data) and not ends_with_newline(data)
-        # counted on the bytes (read_lines gives no rows at all for a piece of blank lines)
-        n_new = data.count(b"\n") + (1 if cut else 0)
-        carry.seen_text = carry.seen_text or bool(data.strip())
-        lines = read([data])
-        del data
-        if lines.height == 0 and n_new:
-            # blank lines only: kept as blank rows, so that a piece's lines stay consecutive
-            lines = pl.DataFrame({"line_no": pl.int_range(1, n_new + 1, eager=True)
-                                  .cast(number_dtype),
-                                  "line": pl.repeat(None, n_new, dtype=pl.String(),
-                                                    eager=True)})
-        if carry.lines_read:
-            lines = lines.with_columns(pl.col("line_no") + carry.lines_read)
-        carry.lines_read += n_new
-        if carry.lines is not None:
-            lines = pl.concat([carry.lines, lines])
-            carry.lines = None
-        yield lines, last, cut
-    if not carry.seen_text:
-        raise InputFormatError(path, None, "empty file")
-
-
-def report_frames(stream: BinaryIO, chunk_bytes: int, carry: LineCarry, path: str,
-                  head: str, reader: Callable[[list[bytes]], pl.DataFrame] | None = None
-                  ) -> Iterator[tuple[pl.DataFrame, bool, bool]]:
-    """:func:`line_frames` of whole reports: each piece but the last is cut before its last
-    line that matches ``head`` (a report's first line), and the lines from there wait in
-    ``carry.lines`` for the next piece; a piece with fewer than two such lines is read on.
-    (Each line is tested once: the lines held back are not tested again.)"""
-    heads: list[int] = []  # line numbers of the report heads among the lines held back
-    seen = 0  # the last line tested
-    for lines, last, cut in line_frames(stream, chunk_bytes, carry, path, reader):
-        if last:
-            yield lines, last, cut
-            continue  # (the end: line_frames still says "empty file" of blanks only)
-        new = lines.filter((pl.col("line_no") > seen)
-                           & pl.col("line").str.contains(head).fill_null(False))
-        heads += new["line_no"].to_list()
-        seen = int(lines["line_no"][-1]) if lines.height else seen
-        if len(heads) < 2:
-            carry.lines = lines  # no report ends in this piece: read on
-            continue
-        from_line = heads[-1]
-        heads = [from_line]
-        carry.lines = lines.filter(pl.col("line_no") >= from_line)
-        yield lines.filter(pl.col("line_no") < from_line), last, cut
-
-
-def ends_with_newline(data: bytes) -> bool:
-    """True if the (decoded) input ends with a line break, i.e. its last line is whole."""
-    if encoding_of(data) != "utf-8":
-        return decode(data).endswith(("\n", "\r"))
-    return data.endswith((b"\n", b"\r"))
-
-
-def localize(naive: pl.Expr, source: Source, *, zone_stated: str | None = None) -> pl.Expr:
-    """Turn naive local date-times into UTC: the user's ``--tz`` zone, else UTC with a note.
-
-    ``zone_stated`` is a zone abbreviation the file printed (``JST``): the abbreviations are
-    ambiguous (IST, CST), so ``--tz`` still decides; without it only UTC/GMT are trusted.
-    """
-    if source.tz is not None:
-        key = source.tz.key
-        return (naive.dt.replace_time_zone(key, ambiguous="earliest", non_existent="null")
-                .dt.convert_time_zone("UTC"))
-    if zone_stated is not None and zone_stated.upper() in ("UTC", "GMT", "UCT", "Z"):
-        return naive.dt.replace_time_zone("UTC")
-    if zone_stated is not None:
-        source.note(f"time stamps carry the zone abbreviation {zone_stated!r}, which does not "
-                    "name one zone; taken as UTC - give the host's zone with --tz")
-    else:
-        source.note("time stamps are the host's local time and the file does not state its "
-                    "zone; taken as UTC - give the host's zone with --tz")
-    return naive.dt.replace_time_zone("UTC")
-
-
-def start_local(source: Source) -> datetime | None:
-    """``Source.start`` as a naive local date-time (an aware value is converted into ``--tz``,
-    or UTC when no zone was given - the zone the local times are then taken in)."""
-    if source.start is None:
-        return None
-    if source.start.tzinfo is None:
-        return source.start
-    zone = source.tz if source.tz is not None else UTC
-    return source.start.astimezone(zone).replace(tzinfo=None)
-
-
-_NUMBER_RE = r"^[+]?(?:\d+\.?\d*|\.\d+)$"
-
-
-def numbers(tokens: pl.Expr) -> pl.Expr:
-    """Tokens as Float64 where they are plain decimal numbers (``12``, ``0.30``, ``.7``); any
-    other token (``-``, ``1.2K``, ``nan``) becomes null so the caller can refuse the line."""
-    return (pl.when(tokens.str.contains(_NUMBER_RE)).then(tokens).otherwise(None)
-            .cast(pl.Float64()))
-
-
-def host_fallback(source: Source) -> str:
-    """``Source.host``, else the file name without its extensions (``sar.txt.gz`` -> ``sar``)."""
-    if source.host:
-        return source.host
-    name = Path(source.path).name
-    return name.split(".")[0] or name
-
-
-def max_int(series: pl.Series, default: int = 0) -> int:
-    """The largest value of an integer series as ``int`` (``default`` when empty/null)."""
-    value = series.max()
-    return int(value) if isinstance(value, int | float) else default
-
-
-def refuse_rows(source: Source, bad: pl.DataFrame) -> None:
-    """Report every row of ``bad`` (columns ``line_no``, ``reason``) through ``bad_line``."""
-    for line_no, reason in bad.select("line_no", "reason").sort("line_no").iter_rows():
-        source.bad_line(int(line_no), str(reason))
-
 
 # ---------------------------------------------------------------------------------------------
 # sniffing
@@ -299,6 +133,11 @@ def sniff(head: str) -> bool:
     if has_os and _SECTION_HEADER_RE.search(head):
         return True
     return bool(_BARE_DISK_HEADER_RE.search(head))
+
+
+def sniff_bytes(head: bytes) -> bool:
+    """:func:`sniff` of the decoded ``head``."""
+    return sniff(decode(head))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -394,7 +233,7 @@ def _disk_measures(cols: list[str], os_name: str | None) -> dict[str, pl.Expr]:
 #: ``sar -A`` reports in one file) costs a few polars calls per batch, not per section.
 BATCH_LINES = 200_000
 
-#: A whitespace-led token that is a plain decimal number (:data:`_NUMBER_RE` as one token):
+#: A whitespace-led token that is a plain decimal number (:data:`._lines._NUMBER_RE` as one token):
 #: on a line led by a time stamp, a section header has none, a data row has some.
 _NUMBER_FIELD_RE = r"\s[+]?(?:\d+\.?\d*|\.\d+)(?:\s|$)"
 
@@ -494,69 +333,17 @@ def _parse_piece(lines: pl.DataFrame, source: Source, carry: _Carry, *, final: b
     whole = not cut
     if lines.height == 0 or lines["line"].null_count() == lines.height:
         return None  # (blank lines only: a file of nothing else is "empty")
-    line = pl.col("line")
-    t0 = line.str.extract(r"^\s*(\S+)", 1)
-    # without a final line break the last line may be cut ("08:40:00   i"): never a header
-    partial = (pl.col("line_no") == carry.lines_read) & pl.lit(not whole)
-    is_time0 = t0.str.contains(_TIME_RE).fill_null(False)
-    restart = is_time0 & line.str.contains(r"\sunix\s+restarts").fill_null(False)
-    # Led by a time stamp, with a second token and no number after it: "08:00:00 device
-    # %busy ...". (The time itself is never a number token, so any number token follows it.)
-    two_tokens = line.str.contains(r"^\s*\S+\s+\S").fill_null(False)
-    number_after = line.str.contains(_NUMBER_FIELD_RE).fill_null(False)
-    df = lines.with_columns(
-        is_time0.alias("is_time0"),
-        restart.alias("restart"),
-        line.str.contains(_OS_RE).fill_null(False).alias("is_os"),
-        (is_time0 & two_tokens & ~restart & ~number_after & ~partial).alias("is_header"),
-    ).with_columns(
-        pl.col("is_os").cum_sum().alias("os_block"),
-        (pl.col("is_header") | pl.col("is_os")).cum_sum().alias("section"),
-    )
+    df = _sectioned(lines, carry, whole=whole)
     del lines  # df shares its line column: the lines go with df, before the rows are finished
-
-    # --- OS header lines: OS, host, release and date of each block --------------------------
-    os_rows = df.filter(pl.col("is_os")).select(
-        "os_block", pl.col("line").str.extract_groups(_OS_RE).alias("g"))
-    os_info: dict[int, dict[str, Any]] = {}
-    for block, g in os_rows.iter_rows():
-        try:
-            day = date(_year(g["6"]), int(g["4"]), int(g["5"]))
-        except ValueError as exc:
-            raise InputFormatError(source.path, None, f"header date "
-                                   f"{g['4']}/{g['5']}/{g['6']} is not a date") from exc
-        release = (g["3"] or "").split()
-        os_info[int(block)] = {"os": g["1"], "host": g["2"], "date": day,
-                               "release": release[0] if release else ""}
-
-    # --- section headers: which sections are sar -d / sar -u, and their layouts --------------
-    headers = df.filter(pl.col("is_header")).select(
-        "section", "os_block", "line_no", t0.alias("t0"),
-        pl.col("line").str.extract_all(r"\S+").list.slice(1).alias("cols"))
+    os_info = _os_blocks(df, source)
     # (a section that reaches the end of the file without its Average block was cut off;
     # the end of a piece that is not the last is a report's end)
     last_section = max_int(df["section"]) if final else -1
-    starts = _section_starts(df)
-    wanted: list[_Wanted] = []
-    any_busy = False
-    for section, os_block, hdr_line, hdr_time, hdr_cols in headers.iter_rows():
-        cols = tuple(hdr_cols)
-        any_busy = any_busy or "%busy" in cols
-        is_disk = "device" in cols and "%busy" in cols and cols[0] == "device"
-        is_cpu = bool(cols) and cols[0] == "%usr" and "%idle" in cols
-        if not (is_disk or is_cpu):
-            continue
-        info = os_info.get(int(os_block))
-        base = _base_date(info, source, int(hdr_line))
-        end = starts[section] if section < len(starts) else df.height
-        wanted.append((starts[section - 1], end, int(section), str(hdr_time), base,
-                       ("disk" if is_disk else "cpu", cols, info["os"] if info else None)))
-
+    wanted, any_busy = _wanted_sections(df, os_info, source)
     disk_frames, cpu_frames, bad = _read_sections(df, wanted, last_section, whole, source)
     del df  # the lines: what follows holds only the rows read from them
     if bad:
         refuse_rows(source, pl.concat(bad))
-
     carry.busy = carry.busy or any_busy
     if not disk_frames:
         return None
@@ -584,6 +371,73 @@ def _parse_piece(lines: pl.DataFrame, source: Source, carry: _Carry, *, final: b
         source.note("Solaris 10 and later do not measure %wio (sar prints 0): cpu_iowait_pct "
                     "left null")
     return _finish(disks, source, os_info)
+
+
+def _sectioned(lines: pl.DataFrame, carry: _Carry, *, whole: bool) -> pl.DataFrame:
+    """The lines with their kind (time-led, restart, OS header, section header), the OS
+    block and the section each is in."""
+    line = pl.col("line")
+    t0 = line.str.extract(r"^\s*(\S+)", 1)
+    # without a final line break the last line may be cut ("08:40:00   i"): never a header
+    partial = (pl.col("line_no") == carry.lines_read) & pl.lit(not whole)
+    is_time0 = t0.str.contains(_TIME_RE).fill_null(False)
+    restart = is_time0 & line.str.contains(r"\sunix\s+restarts").fill_null(False)
+    # Led by a time stamp, with a second token and no number after it: "08:00:00 device
+    # %busy ...". (The time itself is never a number token, so any number token follows it.)
+    two_tokens = line.str.contains(r"^\s*\S+\s+\S").fill_null(False)
+    number_after = line.str.contains(_NUMBER_FIELD_RE).fill_null(False)
+    return lines.with_columns(
+        is_time0.alias("is_time0"),
+        restart.alias("restart"),
+        line.str.contains(_OS_RE).fill_null(False).alias("is_os"),
+        (is_time0 & two_tokens & ~restart & ~number_after & ~partial).alias("is_header"),
+    ).with_columns(
+        pl.col("is_os").cum_sum().alias("os_block"),
+        (pl.col("is_header") | pl.col("is_os")).cum_sum().alias("section"),
+    )
+
+
+def _os_blocks(df: pl.DataFrame, source: Source) -> dict[int, dict[str, Any]]:
+    """OS header lines: the OS, host, release and date of each block."""
+    os_rows = df.filter(pl.col("is_os")).select(
+        "os_block", pl.col("line").str.extract_groups(_OS_RE).alias("g"))
+    os_info: dict[int, dict[str, Any]] = {}
+    for block, g in os_rows.iter_rows():
+        try:
+            day = date(_year(g["6"]), int(g["4"]), int(g["5"]))
+        except ValueError as exc:
+            raise InputFormatError(source.path, None, f"header date "
+                                   f"{g['4']}/{g['5']}/{g['6']} is not a date") from exc
+        release = (g["3"] or "").split()
+        os_info[int(block)] = {"os": g["1"], "host": g["2"], "date": day,
+                               "release": release[0] if release else ""}
+    return os_info
+
+
+def _wanted_sections(df: pl.DataFrame, os_info: dict[int, dict[str, Any]], source: Source
+                     ) -> tuple[list[_Wanted], bool]:
+    """Section headers: the sar -d and sar -u sections to read, with their layouts; and
+    whether any header has %busy."""
+    headers = df.filter(pl.col("is_header")).select(
+        "section", "os_block", "line_no",
+        pl.col("line").str.extract(r"^\s*(\S+)", 1).alias("t0"),
+        pl.col("line").str.extract_all(r"\S+").list.slice(1).alias("cols"))
+    starts = _section_starts(df)
+    wanted: list[_Wanted] = []
+    any_busy = False
+    for section, os_block, hdr_line, hdr_time, hdr_cols in headers.iter_rows():
+        cols = tuple(hdr_cols)
+        any_busy = any_busy or "%busy" in cols
+        is_disk = "device" in cols and "%busy" in cols and cols[0] == "device"
+        is_cpu = bool(cols) and cols[0] == "%usr" and "%idle" in cols
+        if not (is_disk or is_cpu):
+            continue
+        info = os_info.get(int(os_block))
+        base = _base_date(info, source, int(hdr_line))
+        end = starts[section] if section < len(starts) else df.height
+        wanted.append((starts[section - 1], end, int(section), str(hdr_time), base,
+                       ("disk" if is_disk else "cpu", cols, info["os"] if info else None)))
+    return wanted, any_busy
 
 
 def _read_sections(df: pl.DataFrame, wanted: list[_Wanted], last_section: int, whole: bool,

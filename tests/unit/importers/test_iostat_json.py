@@ -19,7 +19,7 @@ import pytest
 from tests.helpers.importing import assert_pieces_agree, reading_variants
 
 from iogauge.errors import InputFormatError
-from iogauge.importers import iostat_json, iostat_text, registry
+from iogauge.importers import iostat, iostat_json, registry
 from iogauge.importers.base import Source
 from iogauge.model.sampleframe import SampleFrame
 
@@ -232,7 +232,7 @@ def test_object_timestamp_is_sadf_not_iostat() -> None:
 def test_sniff_accepts_iostat_json(path: Path) -> None:
     head = path.read_bytes()[:65536]
     assert iostat_json.sniff(head.decode())
-    assert not iostat_text.sniff(head.decode())
+    assert not iostat.sniff(head.decode())
     assert registry.detect(head, str(path)) == "iostat-json"
 
 

@@ -1,4 +1,4 @@
-"""The iostat importer's C kernels (importers/iostat_kernels.c via importers/native.py) give
+"""The iostat importer's C kernels (importers/iostat/kernels.c via importers/iostat/native.py) give
 exactly what the numpy routines they replace give.
 
 test_iostat_text.py runs every importer test with both; here each kernel is compared with
@@ -20,9 +20,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from iogauge.importers import iostat_text, native
+from iogauge.importers import iostat
 from iogauge.importers import timestamps as tsx
 from iogauge.importers.base import Source
+from iogauge.importers.iostat import fixed as iostat_fixed
+from iogauge.importers.iostat import lines as iostat_lines
+from iogauge.importers.iostat import native
 
 FIX = Path(__file__).resolve().parents[2] / "fixtures" / "iostat"
 
@@ -76,7 +79,7 @@ _TEXT = st.lists(st.sampled_from(["\n", "\r\n", "\r", " ", "\t", "a", "x", "Devi
 def _both(monkeypatch: pytest.MonkeyPatch, fn: object, *args: object) -> tuple[object, object]:
     got = fn(*args)  # type: ignore[operator]
     with monkeypatch.context() as mp:
-        mp.setattr(iostat_text, "_kernels", lambda: None)
+        mp.setattr(native, "kernels", lambda: None)
         want = fn(*args)  # type: ignore[operator]
     return got, want
 
@@ -87,11 +90,11 @@ def test_lines_and_kinds_match_numpy(parts: list[str]) -> None:
     _kernels()
     buf = "".join(parts).encode()
     with pytest.MonkeyPatch.context() as mp:
-        lines = iostat_text._Lines(buf)
-        kind = iostat_text._classify(lines)
-        mp.setattr(iostat_text, "_kernels", lambda: None)
-        ref = iostat_text._Lines(buf)
-        ref_kind = iostat_text._classify(ref)
+        lines = iostat_lines.Lines(buf)
+        kind = iostat_lines.classify(lines)
+        mp.setattr(native, "kernels", lambda: None)
+        ref = iostat_lines.Lines(buf)
+        ref_kind = iostat_lines.classify(ref)
     assert lines.n == ref.n
     assert lines.starts.tolist() == ref.starts.tolist()
     assert lines.ends.tolist() == ref.ends.tolist()
@@ -119,10 +122,10 @@ def test_every_fixture_is_classified_and_parsed_alike(name: str,
                                                       monkeypatch: pytest.MonkeyPatch) -> None:
     _kernels()
     data = (FIX / name).read_bytes()
-    buf = iostat_text._utf8(data)
-    kind, ref_kind = _both(monkeypatch, lambda: iostat_text._classify(iostat_text._Lines(buf)))
+    buf = iostat_lines.utf8(data)
+    kind, ref_kind = _both(monkeypatch, lambda: iostat_lines.classify(iostat_lines.Lines(buf)))
     assert kind.tolist() == ref_kind.tolist()  # type: ignore[attr-defined]
-    lines = iostat_text._Lines(buf)
+    lines = iostat_lines.Lines(buf)
     big = np.arange(lines.n)
     assert lines.text(big).to_list() == [buf[s:e].decode() for s, e in
                                          zip(lines.starts.tolist(), lines.ends.tolist(),
@@ -131,7 +134,7 @@ def test_every_fixture_is_classified_and_parsed_alike(name: str,
     def parse() -> tuple[pl.DataFrame, list[str]]:
         src = Source(path=name, interval_s=2.0, lenient=True)
         try:
-            frame = iostat_text.parse(data, src).df
+            frame = iostat.parse(data, src).df
         except Exception as exc:  # noqa: BLE001 - the same refusal is expected of both
             return pl.DataFrame({"error": [str(exc)]}), []
         return frame, [*src.notes]
@@ -175,11 +178,11 @@ def test_device_names_match_numpy(names: list[str]) -> None:
     kern = _kernels()
     lines_txt = [f"{n:<13s}  1.00".encode()[:19].ljust(19) for n in names]
     buf = b"\n".join(lines_txt) + b"\n"
-    lines = iostat_text._Lines(buf)
+    lines = iostat_lines.Lines(buf)
     idx = np.arange(lines.n)
-    device, valid = iostat_text._line_names(lines, idx, 19, 13)
+    device, valid = iostat_fixed.line_names(lines, idx, 19, 13)
     mat = np.frombuffer(b"".join(lines_txt), dtype=np.uint8).reshape(len(names), 19)
-    ref, ref_valid = iostat_text._device_names(mat, 13)
+    ref, ref_valid = iostat_fixed.device_names(mat, 13)
     assert device.to_list() == ref.to_list()
     assert valid.tolist() == ref_valid.tolist()
     assert kern.group_names(lines.arr, lines.starts, 13, max_groups=1) is None or \
@@ -194,7 +197,7 @@ def test_device_names_match_numpy(names: list[str]) -> None:
 def test_lines_are_grouped_by_their_digit_shape_exactly(lines: list[str]) -> None:
     kern = _kernels()
     buf = ("\n".join(lines) + "\n").encode()
-    parsed = iostat_text._Lines(buf)
+    parsed = iostat_lines.Lines(buf)
     idx = np.arange(parsed.n)
     grouped = kern.group_shapes(parsed.arr, parsed.starts, parsed.ends, idx)
     assert grouped is not None
@@ -242,7 +245,7 @@ def test_stamp_kernel_reads_what_parse_local_reads(
     shape = tsx.fixed_shape(texts[0], order)
     assert shape is not None
     data = ("\n".join(texts) + "\n").encode()
-    lines = iostat_text._Lines(data)
+    lines = iostat_lines.Lines(data)
     idx = np.arange(lines.n)
     us, ok = kern.stamps(lines.arr, lines.starts, lines.ends, idx, shape.template,
                          shape.classes, list(shape.at), shape.ampm)

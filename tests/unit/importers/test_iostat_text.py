@@ -26,9 +26,12 @@ from hypothesis import strategies as st
 from test_iostat_native import decode_native
 
 from iogauge.errors import InputFormatError
-from iogauge.importers import iostat_text, native, registry
+from iogauge.importers import iostat, registry
 from iogauge.importers.base import Source
 from iogauge.importers.first_report import FirstReport
+from iogauge.importers.iostat import fixed as iostat_fixed
+from iogauge.importers.iostat import native
+from iogauge.importers.iostat import steady as iostat_steady
 from iogauge.model import timeline
 from iogauge.model.sampleframe import SampleFrame
 
@@ -44,14 +47,14 @@ UBUNTU12 = "jc-ubuntu-20.10-sysstat12-iostat-x.txt"
 
 @pytest.fixture(autouse=True, scope="module", params=["native", "numpy"])
 def kernels(request: pytest.FixtureRequest) -> Any:
-    """Every test of this module runs twice: with the C kernels (iostat_kernels.c, when
+    """Every test of this module runs twice: with the C kernels (iostat/kernels.c, when
     built) and with the numpy routines they replace, which must give the same results."""
     if request.param == "native" and native.kernels() is None:
         pytest.skip("the native iostat kernels are not built (make install builds them when "
                     "a C compiler is present; test_iostat_native.py checks that they are)")
     with pytest.MonkeyPatch.context() as mp:
         if request.param == "numpy":
-            mp.setattr(iostat_text, "_kernels", lambda: None)
+            mp.setattr(native, "kernels", lambda: None)
         yield request.param
 
 
@@ -62,7 +65,7 @@ def utc(*args: int) -> dt.datetime:
 def load(name: str | bytes, **kw: Any) -> tuple[SampleFrame, Source]:
     data = name if isinstance(name, bytes) else (FIX / name).read_bytes()
     src = Source(path="t.txt" if isinstance(name, bytes) else name, **kw)
-    return iostat_text.parse(data, src), src
+    return iostat.parse(data, src), src
 
 
 def one(frame: SampleFrame, device: str, nth: int = 0) -> dict[str, Any]:
@@ -77,7 +80,7 @@ def one(frame: SampleFrame, device: str, nth: int = 0) -> dict[str, Any]:
 @pytest.mark.parametrize("path", sorted(FIX.glob("*.txt")), ids=lambda p: p.name)
 def test_sniff_accepts_every_iostat_fixture(path: Path) -> None:
     head = path.read_bytes()[:65536]
-    assert iostat_text.sniff(head.decode("utf-8"))
+    assert iostat.sniff(head.decode("utf-8"))
     assert registry.detect(head, str(path)) == "iostat"
 
 
@@ -89,16 +92,16 @@ def test_sniff_accepts_every_iostat_fixture(path: Path) -> None:
 ], ids=lambda p: f"{p.parent.name}/{p.name}")
 def test_sniff_refuses_other_formats(path: Path) -> None:
     # sar prints the same 'Linux … (host) date _arch_ (n CPU)' banner: not enough.
-    assert not iostat_text.sniff(path.read_bytes()[:65536].decode("utf-8", "replace"))
+    assert not iostat.sniff(path.read_bytes()[:65536].decode("utf-8", "replace"))
 
 
 def test_sniff_needs_an_iostat_block_not_just_the_banner() -> None:
     banner = "Linux 5.8.0-53-generic (ubuntu) \t12/02/2021 \t_x86_64_\t(2 CPU)\n\n"
-    assert not iostat_text.sniff(banner + "12:00:01 AM  DEV  tps  rkB/s\n")
-    assert iostat_text.sniff(banner + "avg-cpu:  %user   %nice %system\n")
-    assert iostat_text.sniff("     r/s     rkB/s   rrqm/s Device\n")
+    assert not iostat.sniff(banner + "12:00:01 AM  DEV  tps  rkB/s\n")
+    assert iostat.sniff(banner + "avg-cpu:  %user   %nice %system\n")
+    assert iostat.sniff("     r/s     rkB/s   rrqm/s Device\n")
     # Solaris iostat -xn: lower-case 'device' last, kr/s columns
-    assert not iostat_text.sniff("    r/s    w/s   kr/s   kw/s wait actv wsvc_t asvc_t  %w  "
+    assert not iostat.sniff("    r/s    w/s   kr/s   kw/s wait actv wsvc_t asvc_t  %w  "
                                  "%b device\n")
 
 
@@ -596,13 +599,12 @@ def test_crlf_bom_and_utf16_read_the_same() -> None:
 
 @settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(chunk=st.integers(min_value=1_500, max_value=60_000),
-       link=st.integers(min_value=0, max_value=40_000), workers=st.sampled_from([0, 1, 2]))
-def test_streaming_in_any_chunk_size_gives_the_same_rows(chunk: int, link: int,
-                                                         workers: int) -> None:
+       link=st.integers(min_value=0, max_value=40_000))
+def test_streaming_in_any_chunk_size_gives_the_same_rows(chunk: int, link: int) -> None:
     data = (FIX / V117).read_bytes() + (FIX / SECTORS).read_bytes()
-    whole = iostat_text.parse(data, Source(path="x"))
-    parts = list(iostat_text.iter_parse(io.BytesIO(data), Source(path="x"), chunk_bytes=chunk,
-                                        link_bytes=link, workers=workers))
+    whole = iostat.parse(data, Source(path="x"))
+    parts = list(iostat.iter_parse(io.BytesIO(data), Source(path="x"), chunk_bytes=chunk,
+                                        link_bytes=link))
     assert SampleFrame.concat(parts).df.equals(whole.df)
 
 
@@ -611,25 +613,22 @@ def test_cut_last_report_found_whatever_the_pieces(chunk: int, link: int) -> Non
     data = (FIX / MB).read_bytes()
     cut = data.index(b"sdg", data.index(b"02:11:30 PM"))  # line boundary inside a table
     src = Source(path="x")
-    frames = list(iostat_text.iter_parse(io.BytesIO(data[:cut]), src, chunk_bytes=chunk,
+    frames = list(iostat.iter_parse(io.BytesIO(data[:cut]), src, chunk_bytes=chunk,
                                          link_bytes=link))
     assert sum(len(f) for f in frames) == 11 * 40  # 02:10:50 .. 02:11:29
     assert any("incomplete" in n for n in src.notes)
 
 
-@pytest.mark.parametrize("workers", [0, 1, 2])
-def test_damage_is_reported_the_same_with_worker_threads(workers: int) -> None:
+def test_damage_is_reported_by_its_line_when_streamed() -> None:
     lines = (FIX / MB).read_text().splitlines(keepends=True)
     at = [i for i, ln in enumerate(lines) if ln.startswith("sdb ")][100]
     lines[at] = "sdb   1.00\n"
     data = "".join(lines).encode()
     with pytest.raises(InputFormatError) as err:
-        list(iostat_text.iter_parse(io.BytesIO(data), Source(path="x"), chunk_bytes=20_000,
-                                    workers=workers))
+        list(iostat.iter_parse(io.BytesIO(data), Source(path="x"), chunk_bytes=20_000))
     assert err.value.line_no == at + 1
     src = Source(path="x", lenient=True)
-    frames = list(iostat_text.iter_parse(io.BytesIO(data), src, chunk_bytes=20_000,
-                                         workers=workers))
+    frames = list(iostat.iter_parse(io.BytesIO(data), src, chunk_bytes=20_000))
     assert sum(len(f) for f in frames) == 3497 and src.skipped == 1
 
 
@@ -653,7 +652,7 @@ def test_values_read_exactly_as_sysstat_prints_them(
     for name, vals in rows:
         lines.append(f"{name:<13s}" + "".join(f" {v / 100:{w}.2f}"
                                               for v, w in zip(vals, widths, strict=True)))
-    frame = iostat_text.parse(("\n".join(lines) + "\n\n").encode(), Source(path="x"))
+    frame = iostat.parse(("\n".join(lines) + "\n\n").encode(), Source(path="x"))
     cols = ["r_iops", "r_kBps", "r_merged_ps", "r_rqm_pct", "r_await_ms", "r_areq_kB",
             "w_iops", "w_kBps", "w_merged_ps", "w_rqm_pct", "w_await_ms", "w_areq_kB",
             "d_iops", "d_kBps", "d_merged_ps", "d_rqm_pct", "d_await_ms", "d_areq_kB",
@@ -668,7 +667,7 @@ def test_parse_speed_path_reads_one_mebibyte_per_few_ms() -> None:
     data = b"".join([(FIX / MB).read_bytes()] * 8)
     import time
     t0 = time.perf_counter()
-    frame = iostat_text.parse(data, Source(path="x"))
+    frame = iostat.parse(data, Source(path="x"))
     assert len(frame) == 8 * 3498
     assert time.perf_counter() - t0 < 5.0
 
@@ -734,7 +733,7 @@ def _decoders(mat: np.ndarray, rows: list[str], fields: list[tuple[int, int]]
               ) -> Iterator[tuple[str, tuple[list[np.ndarray], np.ndarray]]]:
     """The numpy decoder's result, then (when built) the C decoder's, with its SSE4.1 reader
     and without (two 8-byte words, or place by place beyond 8 digits a side)."""
-    yield "numpy", iostat_text._decode_fixed(mat, fields)
+    yield "numpy", iostat_fixed.decode_fixed(mat, fields)
     if native.kernels() is not None:
         for vector in (True, False):
             yield f"C vector={vector}", decode_native(rows, fields, vector=vector)
@@ -759,12 +758,12 @@ def test_device_names_are_grouped_exactly_even_when_their_hashes_collide(
     names = ["sda", "sdb", "nvme0n1p12", "sda", "dm-0", "sdb", "x y", "1234567890123"]
     mat = np.frombuffer("".join(f"{n:<13s}  1.00" for n in names).encode(),
                         dtype=np.uint8).reshape(len(names), -1)
-    device, valid = iostat_text._device_names(mat, 13)
+    device, valid = iostat_fixed.device_names(mat, 13)
     assert device.to_list() == [n if " " not in n else "x y" for n in names]
     assert valid.tolist() == [" " not in n for n in names]
     # a multiplier of 0 hashes by the last 8 bytes only: "sda" and "sdb" (and "dm-0") collide
-    monkeypatch.setattr(iostat_text, "_NAME_HASH", np.uint64(0))
-    collided, valid2 = iostat_text._device_names(mat, 13)
+    monkeypatch.setattr(iostat_fixed, "_NAME_HASH", np.uint64(0))
+    collided, valid2 = iostat_fixed.device_names(mat, 13)
     assert collided.to_list() == device.to_list()
     assert valid2.tolist() == valid.tolist()
 
@@ -778,10 +777,10 @@ def _run(data: bytes, *, steady: bool, chunk: int, lenient: bool = False,
     steady path on or off."""
     src = Source(path="x", lenient=lenient, **kw)
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(iostat_text, "_STEADY", steady)
+        mp.setattr(iostat_steady, "ENABLED", steady)
         try:
-            frames = list(iostat_text.iter_parse(io.BytesIO(data), src, chunk_bytes=chunk,
-                                                 link_bytes=0, workers=0))
+            frames = list(iostat.iter_parse(io.BytesIO(data), src, chunk_bytes=chunk,
+                                                 link_bytes=0))
         except InputFormatError as exc:
             return (str(exc), exc.line_no), src.notes, src.skipped, src.skipped_examples
     df = SampleFrame.concat(frames).df if frames else None
@@ -808,17 +807,17 @@ def _same(a: tuple[Any, ...], b: tuple[Any, ...]) -> None:
 
 
 class _Count:
-    """How often ``_Parser.steady`` linked a piece."""
+    """How often the steady path (``steady.link``) linked a piece."""
 
     def __init__(self, mp: pytest.MonkeyPatch) -> None:
         self.taken = 0
-        original = iostat_text._Parser.steady
+        original = iostat_steady.link
 
         def counted(parser: Any, *args: Any) -> Any:
             out = original(parser, *args)
             self.taken += out is not None
             return out
-        mp.setattr(iostat_text._Parser, "steady", counted)
+        mp.setattr(iostat_steady, "link", counted)
 
 
 @pytest.mark.parametrize("path", sorted(FIX.glob("*.txt")), ids=lambda p: p.name)

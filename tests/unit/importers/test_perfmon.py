@@ -21,6 +21,8 @@ from iogauge.errors import InputFormatError
 from iogauge.importers import perfmon
 from iogauge.importers.base import Source
 from iogauge.importers.io import HEAD_BYTES
+from iogauge.importers.perfmon import body as perfmon_body
+from iogauge.importers.perfmon import decoding as perfmon_decoding
 from iogauge.importers.registry import detect, import_file
 from iogauge.model.sampleframe import SampleFrame
 
@@ -263,7 +265,7 @@ def test_streamed_decoding_equals_whole(text: str, form: str, piece: int, odd: b
     if odd:
         data += b"x"
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(perfmon, "READ_BYTES", piece)
+        mp.setattr(perfmon_decoding, "READ_BYTES", piece)
         if not plain_file:
             streamed = perfmon.read_utf8(io.BytesIO(data))
         else:
@@ -271,7 +273,7 @@ def test_streamed_decoding_equals_whole(text: str, form: str, piece: int, odd: b
                 path = Path(tmp) / "log.csv"
                 path.write_bytes(data)
                 extra = b"a\x00" * (grow // 2) + b"\x00" * (grow % 2)
-                real_remaining = perfmon._remaining
+                real_remaining = perfmon_decoding._remaining
 
                 def remaining_then_grow(stream: io.BufferedReader) -> int:
                     size = real_remaining(stream)
@@ -279,7 +281,7 @@ def test_streamed_decoding_equals_whole(text: str, form: str, piece: int, odd: b
                         out.write(extra)
                     return size
 
-                mp.setattr(perfmon, "_remaining", remaining_then_grow)
+                mp.setattr(perfmon_decoding, "_remaining", remaining_then_grow)
                 with path.open("rb") as f:
                     streamed = perfmon.read_utf8(f)
                 data = path.read_bytes()  # as read: grown when the UTF-16 path sized it
@@ -291,7 +293,7 @@ def test_registry_streams_a_utf16_file_and_gets_the_frame_parse_gives(tmp_path: 
     u16 = tmp_path / "typeperf16.csv"
     u16.write_bytes(b"\xff\xfe" + text.encode("utf-16-le"))
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(perfmon, "READ_BYTES", 1000)  # many pieces
+        mp.setattr(perfmon_decoding, "READ_BYTES", 1000)  # many pieces
         res = import_file(u16)
     assert res.input_bytes == u16.stat().st_size
     assert res.frame.df.equals(parse(TYPEPERF.read_bytes())[0])
@@ -410,7 +412,7 @@ def test_blank_samples_stay_on_the_fast_path(monkeypatch: pytest.MonkeyPatch,
     def no_line_check(*_a: object, **_k: object) -> None:
         raise AssertionError("the lines went to the line check")
 
-    monkeypatch.setattr(perfmon, "_read_checked", no_line_check)
+    monkeypatch.setattr(perfmon_body, "_read_checked", no_line_check)
     got, _ = parse(data)
     assert got.equals(want)
     short = data.replace(b'" "," "', b'" "', 1)

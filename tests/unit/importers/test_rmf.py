@@ -20,6 +20,9 @@ from iogauge.errors import InputFormatError
 from iogauge.importers import awr, rmf, statspack
 from iogauge.importers.base import Source
 from iogauge.importers.registry import detect, import_file
+from iogauge.importers.rmf import reading as rmf_reading
+from iogauge.importers.rmf import tables as rmf_tables
+from iogauge.importers.rmf import tokens as rmf_tokens
 from iogauge.model.sampleframe import SCHEMA
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
@@ -577,7 +580,7 @@ def test_closed_intervals_as_tables_and_a_page_out_of_order(
     """The rows of a host's earlier intervals become tables once a later interval begins;
     a page of an earlier interval that comes after that opens it again."""
     want, want_src = parse(BEFORE)
-    monkeypatch.setattr(rmf, "_ROWS_PER_TABLE", rows_per_table)
+    monkeypatch.setattr(rmf_tables, "_ROWS_PER_TABLE", rows_per_table)
     got, src = parse(BEFORE)
     assert got.equals(want) and src.notes == want_src.notes
     pages = _pages(BEFORE.read_bytes())
@@ -603,7 +606,7 @@ def test_tables_of_closed_intervals_change_nothing_wherever_the_file_ends(
     for cut in cuts:
         want = read_outcome(rmf, data[:cut], None)
         with monkeypatch.context() as m:
-            m.setattr(rmf, "_ROWS_PER_TABLE", 1)
+            m.setattr(rmf_tables, "_ROWS_PER_TABLE", 1)
             got = read_outcome(rmf, data[:cut], None)
         if isinstance(want[0], str):
             assert got == want, cut
@@ -620,8 +623,8 @@ def test_title_candidates_cover_every_title() -> None:
              "\x1cC A C H E   D E V I C E", "\u00a0E S S   R A N K\t", "1", "1CPU ACTIVITY",
              "D I R E C T   A C C E S S   D E V I C E   A C T I V I T Y  PAGE 2",
              "A B", "     ", "- - - -", "\u00e9 \u00e8 \u00e0   \u00fc"]
-    cand = rmf._title_candidates(pl.Series(lines)).to_list()
-    titles = [rmf._title_of(line) is not None for line in lines]
+    cand = rmf_reading._title_candidates(pl.Series(lines)).to_list()
+    titles = [rmf_reading._title_of(line) is not None for line in lines]
     assert all(c for c, t in zip(cand, titles, strict=True) if t)
     assert sum(titles) >= 20
     # the ASA '1' makes any line a title; "- - - -" reads as one, as RMF's own titles do
@@ -639,15 +642,15 @@ NUMBERS = ["N/A", "0", ".000", "1.49", "12.", "1294.064", "0012.50", "9999999999
 def test_fast_numbers_agree_with_num() -> None:
     """A token the expressions convert (N/A or a plain decimal) gives what _num gives; any
     other token is left to _num, which refuses it or reads it."""
-    fast = pl.Series(NUMBERS).str.contains(rmf._FAST_NUM_RE).to_list()
+    fast = pl.Series(NUMBERS).str.contains(rmf_reading._FAST_NUM_RE).to_list()
     assert fast == [True] * 9 + [False] * 13
-    got = pl.select(rmf._fast_floats(pl.lit(pl.Series(NUMBERS[:9])))).to_series().to_list()
-    assert got == [rmf._num(t, 1, "x") for t in NUMBERS[:9]]
+    got = pl.select(rmf_reading._fast_floats(pl.lit(pl.Series(NUMBERS[:9])))).to_series().to_list()
+    assert got == [rmf_tokens._num(t, 1, "x") for t in NUMBERS[:9]]
     assert got[0] is None and got[4] == 12.0
     for token in NUMBERS[9:]:
         if token not in ("1e5", "-1.5", "+1", "1_0", "\u0661"):
-            with pytest.raises(rmf._BadLine, match="is not a number"):
-                rmf._num(token, 7, "x")
+            with pytest.raises(rmf_tokens._BadLine, match="is not a number"):
+                rmf_tokens._num(token, 7, "x")
 
 
 RATIOS = ["N/A", "0.998", "1.000", "1", "0", ".5", "0.0005", "00.12345678901234567", "1.",
@@ -655,19 +658,19 @@ RATIOS = ["N/A", "0.998", "1.000", "1", "0", ".5", "0.0005", "00.123456789012345
 
 
 def test_hit_ratio_percent_agrees_with_pct_of_ratio() -> None:
-    ok = pl.Series(RATIOS).str.contains(rmf._RATIO_OK_RE).to_list()
+    ok = pl.Series(RATIOS).str.contains(rmf_reading._RATIO_OK_RE).to_list()
     for ratio, fine in zip(RATIOS, ok, strict=True):
         if ratio == "N/A" or not fine:
             continue
-        want = rmf._pct_of_ratio(ratio, 1, "H/R")
-        got = pl.select(rmf._ratio_pct(pl.lit(ratio))).item()
+        want = rmf_tokens._pct_of_ratio(ratio, 1, "H/R")
+        got = pl.select(rmf_reading._ratio_pct(pl.lit(ratio))).item()
         assert got == want, ratio
     assert ok == [False] + [True] * 9 + [False] * 7  # N/A is checked apart
     for token in RATIOS[10:14]:
-        with pytest.raises(rmf._BadLine, match="hit ratio"):
-            rmf._pct_of_ratio(token, 1, "H/R")
-    assert pl.select(rmf._ratio_pct(pl.lit("N/A"))).item() is None
-    assert pl.select(rmf._ratio_pct(pl.lit("0.998"))).item() == 99.8
+        with pytest.raises(rmf_tokens._BadLine, match="hit ratio"):
+            rmf_tokens._pct_of_ratio(token, 1, "H/R")
+    assert pl.select(rmf_reading._ratio_pct(pl.lit("N/A"))).item() is None
+    assert pl.select(rmf_reading._ratio_pct(pl.lit("0.998"))).item() == 99.8
 
 
 def test_dasd_lines_parsed_together() -> None:
@@ -680,7 +683,7 @@ def test_dasd_lines_parsed_together() -> None:
         "SGDB2    9000  33909    30051  DB2D01  8*  0040  1294.064 1.4x .000 .145 21.76",
         "SGDB2    900G  33909    30051  DB2D01  8*  0040  1294.064 1.49 .000 .145 21.76",
         "  1294.064 1.49 .000 .145 21.76"])
-    got = rmf._dasd_parsed(lines, cols)
+    got = rmf_reading._dasd_parsed(lines, cols)
     assert got["ok"].to_list() == [True, True, True, False, False, False, False]
     assert got.row(0) == (True, "DB2D01", "volume", "0040", "DB2D01", "SGDB2", 1294.064, 1.49,
                           0.0, 0.145, 21.76)
@@ -689,7 +692,7 @@ def test_dasd_lines_parsed_together() -> None:
 
 
 def test_cache_rows_parsed_together() -> None:
-    ov = rmf._overview_parsed(pl.Series([
+    ov = rmf_reading._overview_parsed(pl.Series([
         ("DB2D01   9000 0000    13.0   1391.5   793.9  594.7    0.0      2.9    0.0    0.0    "
          "0.0    0.0    118.9  0.998  0.996  1.000   57.3"),
         ("DB2L01   9008 0000     0.3     33.3     0.0   33.3    0.0      0.0    0.0    0.0    "
@@ -705,7 +708,7 @@ def test_cache_rows_parsed_together() -> None:
                          (False, False, None, None, None),
                          (True, False, None, None, None),
                          (True, False, None, None, None)]
-    rq = rmf._requests_parsed(pl.Series([
+    rq = rmf_reading._requests_parsed(pl.Series([
         "REQUESTS             COUNT     RATE      HITS",
         ("TOTAL                47806    796.8     47635    793.9 0.996       35682    594.7     "
          "35682    594.7     35682    594.7 1.000     57.3"),
@@ -724,7 +727,7 @@ def test_cache_rows_parsed_together() -> None:
 def _line_by_line(monkeypatch: pytest.MonkeyPatch) -> None:
     """Make every line go through the line functions, one by one (the state machine the
     vectorised reading stands in for)."""
-    real = rmf._classify
+    real = rmf_reading._classify
 
     def every_line(*args: object) -> object:
         piece = real(*args)  # type: ignore[arg-type]
@@ -734,8 +737,9 @@ def _line_by_line(monkeypatch: pytest.MonkeyPatch) -> None:
             getattr(piece, name)[:] = False
         return piece
 
-    monkeypatch.setattr(rmf, "_classify", every_line)
-    monkeypatch.setattr(rmf, "_title_candidates", lambda lines: pl.Series([True] * len(lines)))
+    monkeypatch.setattr(rmf_reading, "_classify", every_line)
+    monkeypatch.setattr(rmf_reading, "_title_candidates",
+                        lambda lines: pl.Series([True] * len(lines)))
 
 
 def _damaged(seed: int) -> bytes:
@@ -807,7 +811,7 @@ def test_a_page_read_again_after_its_interval_was_tabled_is_refused(
     """The first interval's DASD page again after the second interval's: its device lines
     were read already. Refused at the first of them (strict), skipped (--lenient), also
     once the interval's rows went into a table (1 row a table) and it is opened again."""
-    monkeypatch.setattr(rmf, "_ROWS_PER_TABLE", rows_per_table)
+    monkeypatch.setattr(rmf_tables, "_ROWS_PER_TABLE", rows_per_table)
     want, _ = parse(BEFORE)
     pages = _pages(BEFORE.read_bytes())
     dasd = [i for i, p in enumerate(pages) if b"D I R E C T" in p]
@@ -832,7 +836,7 @@ def test_an_interval_left_last_by_a_cut_is_judged_by_its_own_lines_even_tabled(
     line the earlier ones have, so it stays -- also when its rows had gone into a table (1
     row a table), whose lines are then read back from the rows' sections (they were judged
     missing, and it was dropped)."""
-    monkeypatch.setattr(rmf, "_ROWS_PER_TABLE", rows_per_table)
+    monkeypatch.setattr(rmf_tables, "_ROWS_PER_TABLE", rows_per_table)
     text = BEFORE.read_bytes()
     later = text.replace(b"10.01.00", b"10.03.00").replace(b"10.00.00", b"10.02.00")
     data = text + later.rstrip(b"\n")[:-10]

@@ -11,7 +11,7 @@ import polars as pl
 import pytest
 
 from iogauge.errors import InputFormatError
-from iogauge.importers import iostat_text
+from iogauge.importers import iostat
 from iogauge.importers.base import Source
 from iogauge.model.sampleframe import SampleFrame
 from iogauge.store import parquet
@@ -26,8 +26,8 @@ def _parse_threads() -> list[threading.Thread]:
 
 def test_every_row_is_written_in_order(tmp_path: Path) -> None:
     data = LOG.read_bytes()
-    expected = iostat_text.parse(data, Source(path=str(LOG)))
-    frames = iostat_text.iter_parse(io.BytesIO(data), Source(path=str(LOG)),
+    expected = iostat.parse(data, Source(path=str(LOG)))
+    frames = iostat.iter_parse(io.BytesIO(data), Source(path=str(LOG)),
                                     chunk_bytes=1 << 14)
     out = tmp_path / "o.parquet"
     rows = parquet.write_frames(frames, out, row_group_size=1000)
@@ -40,7 +40,7 @@ def test_every_row_is_written_in_order(tmp_path: Path) -> None:
 
 def test_an_error_of_the_frames_is_raised_as_it_was(tmp_path: Path) -> None:
     def frames() -> Iterator[SampleFrame]:
-        yield from iostat_text.iter_parse(LOG.open("rb"), Source(path=str(LOG)),
+        yield from iostat.iter_parse(LOG.open("rb"), Source(path=str(LOG)),
                                           chunk_bytes=1 << 14)
         raise InputFormatError("late.txt", 99, "a bad line at the end")
 
@@ -55,7 +55,7 @@ def test_a_file_that_cannot_be_created_fails_before_any_parsing(tmp_path: Path) 
 
     def frames() -> Iterator[SampleFrame]:
         nonlocal produced
-        one = iostat_text.parse(LOG.read_bytes(), Source(path=str(LOG)))
+        one = iostat.parse(LOG.read_bytes(), Source(path=str(LOG)))
         while True:
             produced += 1
             yield one

@@ -41,7 +41,7 @@ from iogauge.importers.sa.rates import (
 )
 from iogauge.importers.sa.records import Comment, Cut, Restart, Stats, iter_records
 from iogauge.importers.sadf_common import fallback_host
-from iogauge.importers.sar_text import device_kind_and_parent
+from iogauge.importers.sar_text.common import device_kind_and_parent
 from iogauge.model.sampleframe import SampleFrame
 
 NAME = "sa"

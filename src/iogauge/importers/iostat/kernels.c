@@ -1,5 +1,5 @@
 /*
- * Native kernels of the iostat text importer (iogauge/importers/iostat_text.py).
+ * Native kernels of the iostat text importer (iogauge/importers/iostat/).
  *
  * Each function is the exact equivalent of a numpy routine of that module, which stays the
  * reference (and the fallback when this library is not built): tests run both on the same
@@ -7,7 +7,7 @@
  * API), called through ctypes, which releases the GIL for the duration of the call.
  *
  * Built by scripts/build_accel.py (make install) with -DIG_SOURCE_SHA256="<sha256 of this
- * file>"; iogauge/importers/native.py loads the library only when that stamp matches the
+ * file>"; iogauge/importers/iostat/native.py loads the library only when that stamp matches the
  * installed source, so an edited kernel never runs stale.
  */
 #include <stdint.h>
@@ -26,7 +26,7 @@
 #define IG_SOURCE_SHA256 "unstamped"
 #endif
 
-/* Line kinds: the values of iostat_text's _ROW, _BLANK ... constants. */
+/* Line kinds: the values of iostat/lines.py's ROW, BLANK ... constants. */
 enum {
     K_BLANK = 0,
     K_DEVH = 5,
@@ -51,7 +51,7 @@ const char *ig_source_sha256(void) { return IG_SOURCE_SHA256; }
     } while (0)
 
 /*
- * Lines of buf[0:n] (iostat_text._Lines): a line ends before its '\n', one '\r' before that
+ * Lines of buf[0:n] (lines.Lines): a line ends before its '\n', one '\r' before that
  * is not part of it, and a last line without a newline is a line (also without a final '\r').
  * starts/ends have room for cap entries (ig_count(buf, n, '\n') + 1 are needed). Returns the
  * number of lines, or -1 if there are more than cap. Newlines are found 16 bytes at a time
@@ -129,7 +129,7 @@ static int has_prefix(const uint8_t *line, int64_t len, const char *p, int64_t p
 }
 
 /*
- * First pass of iostat_text._classify: the tests that need no regular expression. A line is
+ * First pass of lines.classify: the tests that need no regular expression. A line is
  * K_BLANK (empty), K_DEVH ("Device" first or " Device" last), K_CPUH ("avg-cpu" first), a
  * candidate left to the caller's patterns (K_WS_CAND, K_TS_CAND, K_BANNER_CAND) or K_ROW.
  * Only lines whose first byte is one of "LaD \t0123456789" are tested, with the same
@@ -405,7 +405,7 @@ decode_rows_vector(const uint8_t *buf, const int64_t *rows, int64_t k, int32_t n
 #endif
 
 /*
- * iostat_text._decode_fixed over the lines starting at rows[0..k): numbers at the byte
+ * fixed.decode_fixed over the lines starting at rows[0..k): numbers at the byte
  * ranges [fa[j], fb[j]) of each line, with the dot at fd[j] (fd[j] == fb[j]: no dot), as
  * strtod reads them. A range must be spaces, then digits, then the dot and digits; the digit
  * before the dot and every decimal must be present. The digits are one integer, divided by
@@ -535,7 +535,7 @@ static inline uint64_t name_hash(const uint8_t *p, int32_t width)
 }
 
 /*
- * iostat_text._device_names' grouping: lines starting at rows[0..k) grouped by their first
+ * fixed.device_names' grouping: lines starting at rows[0..k) grouped by their first
  * `width` bytes, compared exactly (a hash only finds the candidates). code[r] is the group of
  * line r, numbered in order of first appearance; first[g] is the first line of group g.
  * Returns the number of groups, or -1 when there are more than max_groups (the caller then
@@ -593,7 +593,7 @@ static inline int same_shape(const uint8_t *a, const uint8_t *b, int64_t len)
  * same length and differ only where both have an ASCII digit (compared exactly; a hash of
  * the shape only finds the candidates). code[i] is the group of line idx[i], numbered in
  * order of first appearance; first[g] is the position in idx of group g's first line.
- * Returns the number of groups, or -1 beyond max_groups. iostat_text._classify tests its
+ * Returns the number of groups, or -1 beyond max_groups. lines.classify tests its
  * time-stamp patterns, which treat all digits alike, once per group.
  */
 typedef struct {
@@ -637,7 +637,7 @@ int64_t ig_group_shapes(const uint8_t *buf, const int64_t *starts, const int64_t
 
 /*
  * Time stamps of one fixed shape as wall-clock microseconds since 1970 (the steady path of
- * iostat_text; timestamps.parse_local is the reference and reads them with chrono's
+ * the iostat importer; timestamps.parse_local is the reference and reads them with chrono's
  * strptime). Line idx[i] (starts[idx[i]]) must be exactly len bytes: where cls[j] is 0
  * byte j equals tmpl[j], 1 an ASCII digit, 2 one of "AaPp", 3 "M" or "m". at[0..11] are the
  * (offset, length) of year, month, day, hour, minute and second (length 0: absent, read as

@@ -1,12 +1,13 @@
-"""Native kernels of the iostat text importer: ``iostat_kernels.c``, loaded with ctypes.
+"""Native kernels of the iostat text importer: ``kernels.c``, loaded with ctypes.
 
 The text importer's hot loops — splitting a piece into lines, the first pass of line
 classification, the fixed-width number decoder and device-name grouping — each have a numpy
-reference implementation in :mod:`iogauge.importers.iostat_text` and an exact C equivalent
-here (tests run both on the same input and require identical results). The C versions read
-each byte once, where numpy needs a pass per test, and ctypes releases the GIL while they run.
+reference implementation in :mod:`iogauge.importers.iostat` (:mod:`.lines`, :mod:`.fixed`)
+and an exact C equivalent here (tests run both on the same input and require identical
+results). The C versions read each byte once, where numpy needs a pass per test, and ctypes
+releases the GIL while they run.
 
-``scripts/build_accel.py`` (run by ``make install``) compiles ``iostat_kernels.c`` into the
+``scripts/build_accel.py`` (run by ``make install``) compiles ``kernels.c`` into the
 ``iogauge_native`` directory of site-packages, stamped with the SHA-256 of the source.
 :func:`kernels` loads it only when the stamp matches the installed source; otherwise (no C
 compiler, not built, edited since, or ``IOGAUGE_PURE_PYTHON=1``) it returns None and the
@@ -29,7 +30,7 @@ import numpy as np
 
 log = logging.getLogger(__name__)
 
-SOURCE = "iostat_kernels.c"
+SOURCE = "kernels.c"
 LIBRARY = "libiogauge_iostat.so"
 #: Directory of site-packages that holds the built library.
 NATIVE_DIR = "iogauge_native"
@@ -42,8 +43,8 @@ _F64P = np.ctypeslib.ndpointer(dtype=np.float64, flags="C_CONTIGUOUS")
 
 
 def source_sha256() -> str:
-    """SHA-256 of the installed ``iostat_kernels.c``."""
-    data = resources.files("iogauge.importers").joinpath(SOURCE).read_bytes()
+    """SHA-256 of the installed ``kernels.c``."""
+    data = resources.files("iogauge.importers.iostat").joinpath(SOURCE).read_bytes()
     return hashlib.sha256(data).hexdigest()
 
 
@@ -54,13 +55,13 @@ def library_path() -> Path:
 
 @dataclass(frozen=True)
 class Kernels:
-    """The loaded library's functions (see ``iostat_kernels.c`` for each contract)."""
+    """The loaded library's functions (see ``kernels.c`` for each contract)."""
 
     lib: ctypes.CDLL
 
     def lines(self, buf: bytes | bytearray, arr: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(starts, ends) of the lines of ``buf`` (``arr``: it as uint8, no copy), as
-        ``iostat_text._Lines`` finds them."""
+        ``lines.Lines`` finds them."""
         cap = self.lib.ig_count(arr, arr.size, 10) + 1
         starts = np.empty(cap, dtype=np.int64)
         ends = np.empty(cap, dtype=np.int64)
@@ -94,7 +95,7 @@ class Kernels:
         return code, first[:n]
 
     def classify(self, arr: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
-        """First-pass kind of every line (K_* codes of ``iostat_kernels.c``)."""
+        """First-pass kind of every line (K_* codes of ``kernels.c``)."""
         kind = np.empty(starts.size, dtype=np.uint8)
         self.lib.ig_classify(arr, starts, ends, starts.size, kind)
         return kind
