@@ -259,7 +259,7 @@ def test_cli_textfile_only(tmp_path: Path) -> None:
     step = sorted((FIXTURE_TREE / "steps").iterdir())[0]
     res = CliRunner().invoke(app, [
         "exporter", "--no-http", "--textfile", str(tmp_path), "--interval", "0.1",
-        "--duration", "0.3", "--judge-every", "0", "--guarantee-db", str(tmp_path / "none.duckdb"),
+        "--duration", "2", "--judge-every", "0", "--guarantee-db", str(tmp_path / "none.duckdb"),
         "--procfs-root", str(step), "--sysfs-root", str(FIXTURE_TREE / "sys")])
     assert res.exit_code == 0, res.output
     got = _samples((tmp_path / TEXTFILE_NAME).read_text())
