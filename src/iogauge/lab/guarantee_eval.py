@@ -93,12 +93,9 @@ from __future__ import annotations
 import contextlib
 import math
 import os
-import signal
-import subprocess
 import tempfile
-import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
@@ -107,18 +104,31 @@ import numpy as np
 import numpy.typing as npt
 
 from iogauge.errors import IogaugeError
-from iogauge.guarantee.actuators import IO_KEYS, DevNum, resolve_device
+from iogauge.guarantee.actuators import IO_KEYS, resolve_device
 from iogauge.guarantee.actuators.cgroup_v1 import CgroupV1
 from iogauge.guarantee.controller import KERNEL_LIMIT_GRID_IOPS
-from iogauge.lab.workloads import SEED004_WORKLOADS, IoSize, Workload, fio_job, seed004
+from iogauge.lab.cgroup_rig import (
+    BLKIO_ROOT,
+    CGROUP_PREFIX,
+    ControllerThread,
+    EvalError,
+    FioJob,
+    cgroup_pair,
+    fio_text,
+    first_io,
+    leftover_cgroups,
+    loadavg,
+    paced,
+    preflight,
+    read_stat,
+    remove_cgroup,
+    start_fio,
+)
+from iogauge.lab.workloads import SEED004_WORKLOADS, seed004
 
 ControllerName = Literal["paper", "adaptive", "static", "no-control"]
 CONTROLLERS: tuple[ControllerName, ...] = ("paper", "adaptive", "static", "no-control")
 
-#: The cgroup v1 blkio hierarchy the groups are created in.
-BLKIO_ROOT = Path("/sys/fs/cgroup/blkio")
-#: Prefix of every cgroup this module creates (what a leftover check looks for).
-CGROUP_PREFIX = "iogauge-eval-"
 #: Seed 004 §5: convergence goal of the issue (seconds after a floor step).
 CONVERGENCE_GOAL_S = 15.0
 #: The issue's goals: A's floor met after convergence, B's share of the oracle.
@@ -129,10 +139,6 @@ B_ORACLE_GOAL = 0.90
 #: with both partitions busy (70 %, 69 %): each workload's capacity in the paper's A+B
 #: placement, what the paper's targets are relative to.
 PAPER_AB_CAPACITY_IOPS = {"file-share": 239.0 * 0.70, "backup": 65.0 * 0.69}
-
-
-class EvalError(IogaugeError):
-    """The evaluation cannot run (no root, no blkio throttling, fio missing, fio failed)."""
 
 
 # ---- the paper's schedules ----------------------------------------------------------------
@@ -542,181 +548,7 @@ QUICK = EvalConfig(seconds_per_minute=1.6, capacity_s=8.0, calibration_s=7.0, wa
                    oracle_search_s=0.0)
 
 
-# ---- the system part ----------------------------------------------------------------------
-
-def _write(path: Path, text: str) -> None:
-    with path.open("w") as f:  # one write(2): cgroup files reject partial writes
-        f.write(text)
-
-
-def preflight() -> None:
-    """Refuse clearly unless root, blkio throttling and fio are there."""
-    if os.geteuid() != 0:
-        raise EvalError(f"needs root (running as uid {os.geteuid()}): it creates an emulated "
-                        "block device and cgroups")
-    if not (BLKIO_ROOT / "blkio.throttle.read_iops_device").exists():
-        raise EvalError(f"needs the cgroup v1 blkio hierarchy with throttling at {BLKIO_ROOT} "
-                        "(blkio.throttle.read_iops_device is missing)")
-    import shutil  # noqa: PLC0415 - only here
-
-    if shutil.which("fio") is None:
-        raise EvalError("needs fio on PATH (apt-get install fio)")
-
-
-def remove_cgroup(cg: Path, root: Path = BLKIO_ROOT, wait_s: float = 10.0) -> bool:
-    """Move ``cg``'s processes to ``root`` and remove it; False if it is still there."""
-    deadline = time.monotonic() + wait_s
-    while cg.exists():
-        with contextlib.suppress(OSError):
-            for pid in (cg / "cgroup.procs").read_text().split():
-                with contextlib.suppress(OSError):
-                    _write(root / "cgroup.procs", pid + "\n")
-        with contextlib.suppress(OSError):
-            cg.rmdir()
-        if not cg.exists():
-            return True
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.1)
-    return True
-
-
-def leftover_cgroups(root: Path = BLKIO_ROOT, pid: int | None = None) -> list[Path]:
-    """cgroups of this module still under ``root`` (of process ``pid``, or of anyone)."""
-    prefix = CGROUP_PREFIX + (f"{pid}-" if pid is not None else "")
-    return sorted(p for p in root.glob(prefix + "*") if p.is_dir())
-
-
-@contextlib.contextmanager
-def cgroup_pair(tag: str, root: Path = BLKIO_ROOT) -> Iterator[tuple[Path, Path]]:
-    """``(A, B)`` fresh blkio cgroups, emptied and removed on exit whatever happens."""
-    made: list[Path] = []
-    try:
-        for side in ("a", "b"):
-            cg = root / f"{CGROUP_PREFIX}{os.getpid()}-{tag}-{side}"
-            cg.mkdir()
-            made.append(cg)
-        yield made[0], made[1]
-    finally:
-        left = [cg for cg in reversed(made) if not remove_cgroup(cg, root)]
-        if left:
-            raise EvalError(f"could not remove {', '.join(map(str, left))} (processes still "
-                            "in it?)")
-
-
-@dataclass
-class FioProc:
-    """A fio process in its own session, output in a temporary file."""
-
-    proc: subprocess.Popen[bytes]
-    job: Path
-    output: Path
-
-    def output_text(self) -> str:
-        try:
-            return self.output.read_text(errors="replace")[-2000:]
-        except OSError:
-            return ""
-
-    def check(self) -> None:
-        if self.proc.poll() is not None and self.proc.returncode != 0:
-            raise EvalError(f"fio exited with status {self.proc.returncode}:\n"
-                            f"{self.output_text()}")
-
-    def stop(self, grace_s: float = 5.0) -> None:
-        if self.proc.poll() is None:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(self.proc.pid, signal.SIGTERM)
-            try:
-                self.proc.wait(timeout=grace_s)
-            except subprocess.TimeoutExpired:
-                with contextlib.suppress(ProcessLookupError):
-                    os.killpg(self.proc.pid, signal.SIGKILL)
-                self.proc.wait(timeout=grace_s)
-
-
-@contextlib.contextmanager
-def start_fio(job_text: str, workdir: Path, name: str,
-              cgroup: Path | None = None) -> Iterator[FioProc]:
-    """Run fio on ``job_text`` (in ``cgroup`` from its first I/O); always killed on exit."""
-    job = workdir / f"{name}.fio"
-    job.write_text(job_text)
-    output = workdir / f"{name}.out"
-    cmd = ["fio", "--output-format=terse", str(job)]
-    if cgroup is not None:
-        # Join the cgroup before exec, so every fio thread is in it from its first I/O.
-        cmd = ["sh", "-c", 'echo $$ > "$0/cgroup.procs" && exec "$@"', str(cgroup), *cmd]
-    with output.open("wb") as out:
-        proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT,
-                                stdin=subprocess.DEVNULL, start_new_session=True)
-    fp = FioProc(proc, job, output)
-    try:
-        yield fp
-    finally:
-        fp.stop()
-
-
-def paced(w: Workload) -> Workload:
-    """``w`` with one I/O size -- its most frequent -- so fio's ``rate_iops`` counts I/Os
-    (module docstring, *Load*); a single-size workload is returned unchanged."""
-    if len(w.sizes) == 1:
-        return w
-    top = max(w.sizes, key=lambda s: s.share)
-    note = f"sizes: {top.size_bytes} B only (fio paces rate_iops in bytes)"
-    return replace(w, sizes=(IoSize(top.size_bytes, 1.0),), notes=(*w.notes, note))
-
-
-@dataclass(frozen=True)
-class FioJob:
-    """One fio job section: a workload, when it runs and its caps (None: uncapped)."""
-
-    name: str
-    workload: Workload
-    start_s: float
-    duration_s: float
-    riops: int | None = None
-    wiops: int | None = None
-
-
-def fio_text(jobs: Sequence[FioJob], filename: str, device_bytes: int, depth: int) -> str:
-    """A fio job file: :func:`iogauge.lab.workloads.fio_job`'s placement of each workload
-    (offsets, zones, sizes, read share), with libaio at ``depth`` I/Os in flight instead of
-    threads, ``startdelay``/``runtime`` per job and exact ``rate_iops=reads,writes``."""
-    base = fio_job([replace(j.workload, name=j.name, threads=1, rate_iops=None,
-                            rate_schedule=()) for j in jobs], filename,
-                   device_bytes=device_bytes)
-    sections = base.rstrip("\n").split("\n\n")
-    glob = ["ioengine=libaio" if ln == "ioengine=psync" else
-            f"iodepth={depth}" if ln == "iodepth=1" else ln
-            for ln in sections[0].splitlines()]
-    glob += ["thread", "norandommap", "time_based=1"]
-    out = ["\n".join(glob)]
-    for j, sec in zip(jobs, sections[1:], strict=True):
-        lines = sec.splitlines()
-        extra = [f"startdelay={j.start_s:g}", f"runtime={j.duration_s:g}"]
-        if j.riops is not None and j.wiops is not None:
-            total = j.riops + j.wiops
-            # The mix follows the caps (rounding moved it a little): fio picks each I/O's
-            # direction by rwmixread, then waits for that direction's rate.
-            lines = [f"rwmixread={round(100 * j.riops / total)}" if ln.startswith("rwmixread=")
-                     else ln for ln in lines]
-            extra.append(f"rate_iops={j.riops},{j.wiops}")
-        out.append("\n".join(lines + extra))
-    return "\n\n".join(out) + "\n"
-
-
-def _loadavg() -> float:
-    try:
-        return float(Path("/proc/loadavg").read_text().split()[0])
-    except (OSError, ValueError, IndexError):
-        return math.nan
-
-
-def _read_stat(name: str) -> tuple[int, int, int]:
-    """(reads, writes, io_ticks ms) of block device ``name`` (/sys/block/NAME/stat)."""
-    f = (Path("/sys/block") / name / "stat").read_text().split()
-    return int(f[0]), int(f[4]), int(f[9])
-
+# ---- capacity ------------------------------------------------------------------------------
 
 @dataclass
 class Capacity:
@@ -743,10 +575,10 @@ def measure_capacity(dev: str, device_bytes: int, workload: str, cfg: EvalConfig
     jobs = [FioJob(f"cap-{w.name}", w, 0.0, cfg.capacity_s) for w in wls]
     with start_fio(fio_text(jobs, dev, device_bytes, depth), workdir, f"cap-{workload}") as fp:
         time.sleep(cfg.warmup_s)
-        r0, w0, t0 = _read_stat(name)
+        r0, w0, t0 = read_stat(name)
         m0 = time.monotonic()
         time.sleep(cfg.capacity_s - cfg.warmup_s - 0.5)
-        r1, w1, t1 = _read_stat(name)
+        r1, w1, t1 = read_stat(name)
         m1 = time.monotonic()
         fp.check()
     dt = m1 - m0
@@ -782,62 +614,6 @@ class RunResult:
     controller_lines: list[str] = field(default_factory=list)
     wall_s: float = 0.0
     loadavg: tuple[float, float] = (math.nan, math.nan)
-
-
-class _ControllerThread:
-    """The guarantee controller, in-process, on its own thread (stopped and joined on exit;
-    its run() restores every limit it wrote)."""
-
-    def __init__(self, policy: str, dev: str, a: Path, b: Path, floor: float,
-                 interval_s: float, state_dir: Path, say: Callable[[str], None]) -> None:
-        from iogauge.guarantee.config import GuaranteeConfig, ProtectSpec  # noqa: PLC0415
-        from iogauge.guarantee.controller import Controller  # noqa: PLC0415
-
-        cfg = GuaranteeConfig(device=dev, protect=(ProtectSpec(a, float(floor)),),
-                              throttle=(b,), interval_s=interval_s,
-                              policy="paper" if policy == "paper" else "adaptive",
-                              state=state_dir / "guarantee.state.json", record=False)
-        self.a = a
-        self.controller = Controller(cfg, say=say)
-        self.stop_event = threading.Event()
-        self.error: BaseException | None = None
-        self.thread = threading.Thread(target=self._run, name=f"guarantee-{policy}",
-                                       daemon=True)
-
-    def _run(self) -> None:
-        try:
-            self.controller.run(self.stop_event)
-        except BaseException as exc:  # noqa: BLE001 - re-raised in the main thread
-            self.error = exc
-
-    def start(self) -> None:
-        self.thread.start()
-
-    def set_floor(self, floor: float) -> None:
-        self.controller.set_floors({str(self.a): float(floor)})
-
-    def check(self) -> None:
-        if self.error is not None:
-            raise EvalError(f"the controller stopped: {self.error}") from self.error
-
-    def stop(self) -> None:
-        self.stop_event.set()
-        self.thread.join(60)
-        if self.thread.is_alive():
-            raise EvalError("the controller did not stop within 60 s; run `iogauge guarantee "
-                            "release` with its state file")
-
-
-def _first_io(hier: CgroupV1, cg: Path, devnum: DevNum, fio: FioProc,
-              timeout_s: float = 10.0) -> float:
-    """Monotonic time of the first completed I/O of cgroup ``cg`` (polled every 2 ms)."""
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if sum(hier.read_counts(cg, devnum)) > 0:
-            return time.monotonic()
-        fio.check()
-        time.sleep(0.002)
-    raise EvalError(f"fio did no I/O in {cg} within {timeout_s:g} s:\n{fio.output_text()}")
 
 
 def _static_limit(phases: Sequence[ScaledPhase], cap1_iops: float, b_read_share: float,
@@ -880,7 +656,7 @@ def run_once(dev: str, device_bytes: int, ev: Evaluation, phases: Sequence[Scale
     b_jobs = [FioJob(f"b-phase{k + 1}", b_wl, p.start_s, p.duration_s, p.b_riops, p.b_wiops)
               for k, p in enumerate(phases)]
     res = RunResult(ev.number, controller, list(phases), static_limit, Samples())
-    load0 = _loadavg()
+    load0 = loadavg()
     lines = res.controller_lines
     t_wall = time.monotonic()
     with contextlib.ExitStack() as stack:
@@ -889,11 +665,11 @@ def run_once(dev: str, device_bytes: int, ev: Evaluation, phases: Sequence[Scale
             hier.write_limit(b_cg, devnum, "riops", static_limit[0])
             hier.write_limit(b_cg, devnum, "wiops", static_limit[1])
             say(f"static limit on B: riops {static_limit[0]} wiops {static_limit[1]}")
-        ctl: _ControllerThread | None = None
+        ctl: ControllerThread | None = None
         if controller in ("paper", "adaptive"):
             state_dir = Path(stack.enter_context(tempfile.TemporaryDirectory(
                 prefix="iogauge-eval-state-")))
-            ctl = _ControllerThread(controller, dev, a_cg, b_cg, phases[0].a_floor_iops,
+            ctl = ControllerThread(controller, dev, a_cg, b_cg, phases[0].a_floor_iops,
                                     cfg.interval_s, state_dir, lines.append)
         fio_a = stack.enter_context(start_fio(
             fio_text(a_jobs, dev, device_bytes, cfg.depth), workdir, f"{tag}-a", a_cg))
@@ -902,7 +678,7 @@ def run_once(dev: str, device_bytes: int, ev: Evaluation, phases: Sequence[Scale
         # new phase showing in the last interval of the old one). A issues its first I/O at
         # once (linear pacing), so its first completion marks fio's t=0 to within one
         # service time.
-        t0 = _first_io(hier, a_cg, devnum, fio_a)
+        t0 = first_io(hier, a_cg, devnum, fio_a)
         fio_b = stack.enter_context(start_fio(
             fio_text(b_jobs, dev, device_bytes, cfg.depth), workdir, f"{tag}-b", b_cg))
         if ctl is not None:
@@ -910,7 +686,7 @@ def run_once(dev: str, device_bytes: int, ev: Evaluation, phases: Sequence[Scale
             stack.callback(ctl.stop)  # restores the limits before fio and cgroups go
         prev_a = sum(hier.read_counts(a_cg, devnum))
         prev_b = sum(hier.read_counts(b_cg, devnum))
-        prev_stat = _read_stat(name)
+        prev_stat = read_stat(name)
         prev_t = t0
         next_phase = 1
         k = 0
@@ -929,7 +705,7 @@ def run_once(dev: str, device_bytes: int, ev: Evaluation, phases: Sequence[Scale
             time.sleep(max(0.0, deadline - time.monotonic()))
             a_now = sum(hier.read_counts(a_cg, devnum))
             b_now = sum(hier.read_counts(b_cg, devnum))
-            stat = _read_stat(name)
+            stat = read_stat(name)
             now = time.monotonic()
             lim = hier.read_limit(b_cg, devnum)
             dt = now - prev_t
@@ -952,7 +728,7 @@ def run_once(dev: str, device_bytes: int, ev: Evaluation, phases: Sequence[Scale
                 with contextlib.suppress(IogaugeError, OSError):
                     hier.write_limit(b_cg, devnum, key, None)
     res.wall_s = time.monotonic() - t_wall
-    res.loadavg = (load0, _loadavg())
+    res.loadavg = (load0, loadavg())
     return res
 
 
