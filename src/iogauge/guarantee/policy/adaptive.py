@@ -18,6 +18,7 @@ from iogauge.guarantee.policy.budget import (
 from iogauge.guarantee.policy.estimators import _GroupState, _LatencyCapacity, _UtilCosts
 from iogauge.guarantee.policy.params import AdaptiveParams
 from iogauge.guarantee.policy.types import (
+    UNLIMITED,
     Decision,
     GroupLimit,
     GroupObservation,
@@ -342,7 +343,8 @@ class AdaptivePolicy:
     def _open(self, iv: _Interval) -> Decision:
         """A shows no demand: its floor is not reserved; B's limits open by
         ``open_step`` a step, and are lifted once past ``open_lift_x`` x the device's
-        capacity for that direction (the kernel then gives B whatever the device does)."""
+        capacity for that direction (the kernel then gives B whatever the device does; both
+        directions go together)."""
         first = not self.opened
         if first:
             self.opened = True
@@ -353,8 +355,10 @@ class AdaptivePolicy:
         out: dict[str, GroupLimit] = {}
         for g, st in self.groups.items():
             st.carry_r = st.carry_w = 0.0
-            st.limit = GroupLimit(self._opened(st.limit.riops, iv.cr),
-                                  self._opened(st.limit.wiops, iv.cw))
+            r, w = self._opened(st.limit.riops, iv.cr), self._opened(st.limit.wiops, iv.cw)
+            # One direction lifted: the other too (a limit B does not reach is not written
+            # again and again on its way up).
+            st.limit = UNLIMITED if r is None or w is None else GroupLimit(r, w)
             out[g] = st.limit
         shown = ", ".join(f"{g} r {_fmt(lim.riops)} w {_fmt(lim.wiops)}"
                           for g, lim in out.items())
