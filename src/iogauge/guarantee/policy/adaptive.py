@@ -198,8 +198,10 @@ class AdaptivePolicy:
             self.a_streak = 0
         else:
             self.a_streak += 1
-            if state in (State.HOLD, State.RECOVER) and self._stretch(iv.b_constrained,
-                                                                      iv.cr, iv.cw):
+            # A stretch needs A's delivered IOPS to show A is fine: not while A is idle
+            # (with ``reserve_idle`` its floor stays reserved then).
+            if state in (State.HOLD, State.RECOVER) and iv.demand \
+                    and self._stretch(iv.b_constrained, iv.cr, iv.cw):
                 said = f"{why}; " if state == State.RECOVER else ""
                 state, why = State.STRETCH, (f"{said}A at its floor for {self.a_streak} "
                                              "intervals and B at its limit: B's budget "
