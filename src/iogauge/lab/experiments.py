@@ -56,7 +56,6 @@ from __future__ import annotations
 import html
 import importlib
 import json
-import math
 import multiprocessing
 import os
 import re
@@ -78,6 +77,19 @@ from iogauge import __version__
 from iogauge.collector.derive import counter_deltas, derive_metrics
 from iogauge.collector.diskstats import read_diskstats
 from iogauge.errors import IogaugeError
+from iogauge.lab.paper_report import (
+    KNEE_BAND_PCT,
+    PAPER_AB_OVER_A,
+    PAPER_B_OVER_A,
+    PAPER_KNEE_PCT,
+    PAPER_MAX_A,
+    PAPER_SVCTM_MS,
+    REPORT_CSS,
+    Comparison,
+    ExperimentError,
+    holds_text,
+    nice_ceiling,
+)
 from iogauge.lab.profiles import ModelProfile, build_model, load_profile
 from iogauge.lab.simulator import SweepPoint, run_point
 from iogauge.lab.workloads import SEED004_WORKLOADS, Arrival, Workload, fio_job, seed004
@@ -89,26 +101,10 @@ Mode = Literal["sim", "device"]
 EXPERIMENTS = ("paper-sec3", "paper-eval1", "paper-eval2", "paper-eval3")
 
 
-class ExperimentError(IogaugeError):
-    """An experiment cannot run (unknown name, emulated device unavailable, fio failed)."""
 
 
 # ---- what seed 004 reports (§3, Fig. 3-5; §4 for the svctm drift) ------------------------
 
-#: Maximum IOPS on partition A (§3: "A のみの性能最高値がそれぞれ 239iops, 65iops").
-PAPER_MAX_A = {"file-share": 239.0, "backup": 65.0}
-#: B alone vs A alone (§3: "それぞれ約 90%, 約 89%の性能").
-PAPER_B_OVER_A = {"file-share": 0.90, "backup": 0.89}
-#: A+B vs A alone (§3: "それぞれ約 70%, 69%の性能").
-PAPER_AB_OVER_A = {"file-share": 0.70, "backup": 0.69}
-#: Proportional-limit busy rate, % (§3 / Fig. 5).
-PAPER_KNEE_PCT = {("file-share", "A"): 90.0, ("file-share", "B"): 90.0,
-                  ("file-share", "A+B"): 95.0, ("backup", "A"): 85.0,
-                  ("backup", "B"): 80.0, ("backup", "A+B"): 85.0}
-#: §4: svctm for the file share on A+B at 80 and 160 IOPS (ms).
-PAPER_SVCTM_MS = ((80.0, 5.68), (160.0, 5.72))
-#: The knee band the paper observed across its workloads (§4 footnote: "80%-95%").
-KNEE_BAND_PCT = (80.0, 95.0)
 #: How far below the best capped run the uncapped run (100 %util) may stay and still count
 #: as the maximum (§3: "%util が 100% で最高性能値に達している"): the runs scatter by ~1 %.
 MAX_AT_FULL_TOL = 0.01
@@ -286,27 +282,6 @@ class CaseResult:
         return float(np.interp(iops, xs, [p[1] for p in pts]))
 
 
-@dataclass
-class Comparison:
-    """One line of the results table.
-
-    Attributes:
-        finding: what is compared.
-        ours: our number, formatted.
-        paper: the paper's number, formatted.
-        holds: whether our number shows the paper's qualitative finding (None: no claim).
-        criterion: what "holds" means here.
-    """
-
-    finding: str
-    ours: str
-    paper: str
-    holds: bool | None
-    criterion: str
-
-    def __post_init__(self) -> None:
-        if self.holds is not None:
-            self.holds = bool(self.holds)  # numpy comparisons give numpy booleans
 
 
 @dataclass
@@ -715,8 +690,6 @@ APPROXIMATIONS: tuple[str, ...] = (
 )
 
 
-def holds_text(h: bool | None) -> str:
-    return "-" if h is None else ("yes" if h else "NO")
 
 
 def results_markdown(res: Sec3Result) -> str:
@@ -764,18 +737,6 @@ def results_markdown(res: Sec3Result) -> str:
     return "\n".join(out)
 
 
-REPORT_CSS = """
-body{font:14px/1.45 system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:2rem;color:#1d232a}
-h1{font-size:1.4rem;margin:0 0 .3rem}h2{font-size:1.1rem;margin:1.6rem 0 .4rem}
-.meta{color:#5b6670;margin-bottom:1rem}
-table{border-collapse:collapse;margin:.5rem 0}
-th,td{padding:.25rem .6rem;border-bottom:1px solid #dde3e8;text-align:right}
-th:first-child,td:first-child,td:last-child,th:last-child{text-align:left}
-th{background:#f3f6f8}.no{color:#b3261e;font-weight:600}.yes{color:#1b7f3b}
-.charts{display:flex;flex-wrap:wrap;gap:1rem}
-figure{margin:0}figcaption{font-size:.85rem;color:#5b6670;max-width:400px}
-svg{background:#fbfcfd;border:1px solid #dde3e8}
-"""
 
 
 def _svg_case(c: CaseResult, *, width: int = 400, height: int = 280) -> str:
@@ -838,14 +799,6 @@ def _svg_case(c: CaseResult, *, width: int = 400, height: int = 280) -> str:
     return "".join(parts)
 
 
-def nice_ceiling(v: float) -> float:
-    if v <= 0:
-        return 1.0
-    mag = 10 ** math.floor(math.log10(v))
-    for m in (1, 2, 2.5, 5, 10):
-        if v <= m * mag:
-            return float(m * mag)
-    return float(10 * mag)
 
 
 def report_html(res: Sec3Result) -> str:

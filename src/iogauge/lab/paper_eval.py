@@ -70,7 +70,6 @@ writes its table and plots in the same three files.
 from __future__ import annotations
 
 import html
-import importlib
 import math
 import multiprocessing
 import os
@@ -79,7 +78,7 @@ from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import asdict, dataclass, field, replace
 from datetime import UTC, datetime
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import polars as pl
 
@@ -93,7 +92,7 @@ from iogauge.guarantee.policy import (
     Targets,
     make_policy,
 )
-from iogauge.lab.experiments import (
+from iogauge.lab.paper_report import (
     PAPER_AB_OVER_A,
     PAPER_MAX_A,
     PAPER_SVCTM_MS,
@@ -114,6 +113,9 @@ from iogauge.lab.simulator import (
     simulate_max_iops,
 )
 from iogauge.lab.workloads import SEED004_WORKLOADS, Arrival, Workload
+
+if TYPE_CHECKING:
+    from iogauge.lab.guarantee_eval import EvalConfig, EvalResult
 
 Actuator = Literal["user", "kernel"]
 
@@ -1041,8 +1043,8 @@ class DeviceEvalResult:
     """
 
     number: int
-    harness_config: Any
-    harness_result: Any
+    harness_config: EvalConfig
+    harness_result: EvalResult
     runs: list[VariantRun]
     phases: list[ScaledPhase]
     comparisons: list[Comparison] = field(default_factory=list)
@@ -1061,7 +1063,8 @@ class DeviceEvalResult:
                 "result": self.harness_result.to_dict()}
 
     def markdown(self) -> str:
-        harness = importlib.import_module("iogauge.lab.guarantee_eval")
+        from iogauge.lab import guarantee_eval as harness  # noqa: PLC0415 - device side
+
         ev = PAPER_EVALUATIONS[self.number]
         out = [f"# {self.name}: seed 004 §5, {ev.title} (device)", "",
                ("On the emulated block device with fio in two cgroup v1 blkio groups and "
@@ -1163,24 +1166,20 @@ def device_paper_eval(number: int, cfg: DeviceEvalConfig = DeviceEvalConfig(), *
     if number not in PAPER_EVALUATIONS:
         raise PaperEvalError(f"seed 004 has evaluations 1, 2 and 3, not {number}")
     try:
-        harness = importlib.import_module("iogauge.lab.guarantee_eval")
+        # Imported only here: the harness needs root, fio and the emulated device.
+        from iogauge.lab import guarantee_eval as harness  # noqa: PLC0415
     except ImportError as exc:
         raise PaperEvalError(NO_HARNESS.format(n=number) + f" ({exc})") from exc
-    run = getattr(harness, "run_evaluations", None)
-    config_cls = getattr(harness, "EvalConfig", None)
-    if run is None or config_cls is None or not hasattr(harness, "results_markdown"):
-        raise PaperEvalError(NO_HARNESS.format(n=number))
-    base = getattr(harness, "QUICK", None) if cfg.quick else None
     changes: dict[str, Any] = {"evaluations": (number,), "controllers": cfg.controllers}
     if cfg.model:
         changes["model"] = cfg.model
     try:
-        hcfg = replace(base if base is not None else config_cls(), **changes)
+        hcfg = replace(harness.QUICK if cfg.quick else harness.EvalConfig(), **changes)
     except (TypeError, ValueError) as exc:
         raise PaperEvalError(f"the device harness refused the configuration: {exc}") from exc
     started = datetime.now(UTC).isoformat(timespec="seconds")
     t0 = time.monotonic()
-    res = run(hcfg, say=progress or (lambda _m: None))
+    res = harness.run_evaluations(hcfg, say=progress or (lambda _m: None))
     phases, runs = _device_runs(res, number)
     return DeviceEvalResult(number=number, harness_config=hcfg, harness_result=res,
                             runs=runs, phases=phases,

@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
+import iogauge.lab
 from iogauge.cli.main import app
 from iogauge.lab.experiments import QUICK as SEC3_QUICK
 from iogauge.lab.experiments import ExperimentError, run_experiment, write_outputs
@@ -245,6 +246,7 @@ def test_cli_refuses_options_of_the_other_experiment(args: list[str], message: s
 def test_device_mode_without_the_harness_points_to_the_benchmark(
         monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setitem(sys.modules, "iogauge.lab.guarantee_eval", None)
+    monkeypatch.delattr(iogauge.lab, "guarantee_eval", raising=False)
     r = CliRunner().invoke(app, ["lab", "reproduce", "paper-eval2", "--device", "--out",
                                  str(tmp_path)], terminal_width=300)
     assert r.exit_code == 2, r.output
@@ -293,7 +295,9 @@ def _fake_harness(calls: list[Any]) -> types.ModuleType:
 def test_device_mode_runs_the_harness_and_writes_its_table(
         monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     calls: list[Any] = []
-    monkeypatch.setitem(sys.modules, "iogauge.lab.guarantee_eval", _fake_harness(calls))
+    fake = _fake_harness(calls)
+    monkeypatch.setitem(sys.modules, "iogauge.lab.guarantee_eval", fake)
+    monkeypatch.setattr(iogauge.lab, "guarantee_eval", fake, raising=False)
     res = run_experiment("paper-eval1", "device", DeviceEvalConfig(quick=True))
     assert isinstance(res, DeviceEvalResult)
     # Only this evaluation, the two policies, on the harness's quick configuration.
