@@ -95,7 +95,8 @@ from iogauge.lab.simulator import SweepPoint, run_point
 from iogauge.lab.workloads import SEED004_WORKLOADS, Arrival, Workload, fio_job, seed004
 
 if TYPE_CHECKING:
-    from iogauge.lab.paper_eval import DeviceEvalConfig, PaperEvalConfig
+    from iogauge.lab.paper_eval import PaperEvalConfig
+    from iogauge.lab.paper_eval_device import DeviceEvalConfig
 
 Mode = Literal["sim", "device"]
 EXPERIMENTS = ("paper-sec3", "paper-eval1", "paper-eval2", "paper-eval3")
@@ -893,16 +894,28 @@ def run_experiment(name: str, mode: Mode = "sim",
         return paper_sec3(mode, cfg or Sec3Config(), progress=progress)
     if name not in EXPERIMENTS:
         raise ExperimentError(f"unknown experiment {name!r}; known: {', '.join(EXPERIMENTS)}")
-    # Imported here: paper_eval builds on this module.
+    # Imported here: the evaluations load the simulator's policy machinery (and the
+    # device mode the cgroup harness), which paper-sec3 does without.
     from iogauge.lab import paper_eval as pe  # noqa: PLC0415
+    from iogauge.lab import paper_eval_device as ped  # noqa: PLC0415
 
     number = pe.EVAL_EXPERIMENTS[name]
     if mode == "device":
-        if cfg is not None and not isinstance(cfg, pe.DeviceEvalConfig):
+        if cfg is not None and not isinstance(cfg, ped.DeviceEvalConfig):
             raise ExperimentError(f"{name} --device takes a DeviceEvalConfig")
-        return pe.device_paper_eval(number, cfg or pe.DeviceEvalConfig(), progress=progress)
+        return ped.device_paper_eval(number, cfg or ped.DeviceEvalConfig(), progress=progress)
     if mode != "sim":
         raise ExperimentError(f"unknown mode {mode!r} (sim or device)")
     if cfg is not None and not isinstance(cfg, pe.PaperEvalConfig):
         raise ExperimentError(f"{name} takes a PaperEvalConfig")
     return pe.paper_eval(number, cfg or pe.PaperEvalConfig(), progress=progress)
+
+
+__all__ = [
+    "APPROXIMATIONS_SCOPE", "EDGE_TOL", "EXPERIMENTS", "KNEE_BAND_PCT", "MAX_AT_FULL_TOL",
+    "PAPER_AB_OVER_A", "PAPER_B_OVER_A", "PAPER_KNEE_PCT", "PAPER_MAX_A", "PAPER_SVCTM_MS",
+    "QUICK", "REPORT_CSS", "CaseResult", "Comparison", "ExperimentError", "ExperimentResult",
+    "KneeFit", "Measure", "Mode", "Sec3Config", "Sec3Result", "compare_sec3", "find_knee",
+    "holds_text", "nice_ceiling", "paper_sec3", "report_html", "results_markdown",
+    "run_experiment", "write_outputs",
+]

@@ -27,8 +27,6 @@ from iogauge.lab.paper_eval import (
     PAPER_AB_CAPACITY_IOPS,
     PAPER_EVALUATIONS,
     QUICK,
-    DeviceEvalConfig,
-    DeviceEvalResult,
     PaperEvalConfig,
     PaperEvalError,
     PaperEvalResult,
@@ -38,6 +36,7 @@ from iogauge.lab.paper_eval import (
     phase_index,
     scale_phases,
 )
+from iogauge.lab.paper_eval_device import DeviceEvalConfig, DeviceEvalResult
 from iogauge.lab.workloads import PARTITIONS
 
 #: Eval 3 (backup vs backup), quick schedule: three variants, one process.
