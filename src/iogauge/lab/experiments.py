@@ -63,9 +63,9 @@ import shutil
 import subprocess
 import tempfile
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Protocol
@@ -77,7 +77,10 @@ from iogauge import __version__
 from iogauge.collector.derive import counter_deltas, derive_metrics
 from iogauge.collector.diskstats import read_diskstats
 from iogauge.errors import IogaugeError
+from iogauge.lab.knee import EDGE_TOL, KneeFit, find_knee
 from iogauge.lab.paper_report import (
+    APPROXIMATIONS,
+    APPROXIMATIONS_SCOPE,
     KNEE_BAND_PCT,
     PAPER_AB_OVER_A,
     PAPER_B_OVER_A,
@@ -100,8 +103,6 @@ if TYPE_CHECKING:
 
 Mode = Literal["sim", "device"]
 EXPERIMENTS = ("paper-sec3", "paper-eval1", "paper-eval2", "paper-eval3")
-
-
 
 
 # ---- what seed 004 reports (§3, Fig. 3-5; §4 for the svctm drift) ------------------------
@@ -157,98 +158,6 @@ class Sec3Config:
 QUICK = Sec3Config(point_s=160.0, warmup_s=40.0, max_s=160.0, refine=4)
 
 
-@dataclass(frozen=True)
-class KneeFit:
-    """The straight line and where the points leave it.
-
-    Attributes:
-        intercept_pct, slope_pct_per_iops: util = intercept + slope * IOPS.
-        knee_util_pct: the proportional-limit busy rate as seed 004 §3 defines it ("iops が
-            線形増加する上限 %util 値", the highest %util up to which IOPS grows linearly):
-            the %util of the last measured point within ``edge_tol`` of the line before
-            the first one more than ``tol`` below it (None: no point at or above
-            ``fit_lo``). A measured point, not an interpolation: where the curve falls off
-            a cliff (the backup: "80-85 %, then 2-3 IOPS more and %util is at 100 %") the
-            knee lies between it and ``beyond_util_pct``, and the sweep's bisection on
-            the cap narrows that gap to one IOPS.
-        knee_iops: IOPS of that point (None likewise).
-        beyond_util_pct: %util of the first measured point above the knee (None: the knee
-            is the highest point measured).
-        points_fitted: how many points the line was fitted to.
-        tol_util_pct: %util where IOPS first falls short of the line by ``tol``,
-            interpolated between the points either side (None: never). Beyond a cliff
-            whose plateau lies less than ``tol`` below the line (the model's file share
-            on A+B: ~6 % at 100 %) this is high up the wall, which is why the knee is the
-            line's last point rather than this crossing.
-        tol_iops: IOPS there (None likewise).
-    """
-
-    intercept_pct: float
-    slope_pct_per_iops: float
-    knee_util_pct: float | None
-    knee_iops: float | None
-    points_fitted: int
-    beyond_util_pct: float | None = None
-    tol_util_pct: float | None = None
-    tol_iops: float | None = None
-
-    @property
-    def busy_per_iops_ms(self) -> float:
-        """Slope as milliseconds of busy time per I/O (the paper's svctm = util/IOPS)."""
-        return self.slope_pct_per_iops * 10.0
-
-    def shortfall(self, iops: float, util_pct: float) -> float:
-        """How far ``iops`` falls short of the line at ``util_pct`` (0.05 = 5 %)."""
-        on_line = (util_pct - self.intercept_pct) / self.slope_pct_per_iops
-        return 1.0 - iops / on_line if on_line > 0 else 0.0
-
-
-#: Shortfall from the line within which a point counts as linear for the knee (the
-#: sweeps' points in the linear range scatter by up to ~1.2 %).
-EDGE_TOL = 0.02
-
-
-def find_knee(points: Sequence[tuple[float, float]], *, tol: float = 0.05,
-              fit_lo: float = 15.0, fit_hi: float = 70.0,
-              edge_tol: float = EDGE_TOL) -> KneeFit:
-    """Fit util = a + b * IOPS to the (iops, util_pct) points with util in
-    [fit_lo, fit_hi] and find where the points leave the line (:class:`KneeFit`)."""
-    fit = [(x, u) for x, u in points if fit_lo <= u <= fit_hi and x > 0]
-    if len(fit) < 2:
-        raise ValueError(f"need at least 2 points between {fit_lo} and {fit_hi} %util to "
-                         f"fit a line, got {len(fit)}")
-    xs = np.array([p[0] for p in fit])
-    us = np.array([p[1] for p in fit])
-    b, a = np.polyfit(xs, us, 1)
-    if b <= 0:
-        raise ValueError("%util does not grow with IOPS over the fitted range")
-    line = KneeFit(float(a), float(b), None, None, len(fit))
-    ordered = [(x, u) for x, u in sorted(points, key=lambda p: (p[1], p[0])) if u >= fit_lo]
-    prev: tuple[float, float, float] | None = None  # (util, iops, shortfall)
-    edge: tuple[float, float] | None = None  # (util, iops) of the last point on the line
-    cross: tuple[float, float] | None = None
-    for x, u in ordered:
-        s = line.shortfall(x, u)
-        if s > tol:
-            if prev is None:
-                cross = (u, x)
-            else:
-                u0, x0, s0 = prev
-                f = (tol - s0) / (s - s0) if s != s0 else 0.0
-                cross = (u0 + f * (u - u0), x0 + f * (x - x0))
-            break
-        if s <= edge_tol:
-            edge = (u, x)
-        prev = (u, x, s)
-    if cross is not None:
-        line = replace(line, tol_util_pct=cross[0], tol_iops=cross[1])
-    if edge is None:
-        return replace(line, beyond_util_pct=ordered[0][1] if ordered else None)
-    above = [u for _x, u in ordered if u > edge[0]]
-    return replace(line, knee_util_pct=edge[0], knee_iops=edge[1],
-                   beyond_util_pct=min(above) if above else None)
-
-
 @dataclass
 class CaseResult:
     """One workload on one placement.
@@ -281,8 +190,6 @@ class CaseResult:
         if not pts or iops < xs[0] or iops > xs[-1]:
             return None
         return float(np.interp(iops, xs, [p[1] for p in pts]))
-
-
 
 
 @dataclass
@@ -637,61 +544,6 @@ def compare_sec3(res: Sec3Result) -> list[Comparison]:
 
 # ---- output ---------------------------------------------------------------------------------
 
-#: What every paper-sec3 result approximates (results.md and report.html), in Markdown
-#: (`code` only). Its figures are those of the default profile at seed 4, as it says.
-APPROXIMATIONS_SCOPE = ("The figures in these notes are those of seed 004's device profile "
-                        "(`raid5-6x400g`) at seed 4, simulated.")
-APPROXIMATIONS: tuple[str, ...] = (
-    ("Fig. 1 (file-share I/O sizes and R/W) and Fig. 2 (its offsets) are charts whose "
-     "values the text does not give: the Iometer File Server pattern (80 % reads, "
-     "512 B-64 KB) and offsets uniform over the partition stand in for them."),
-    ("The backup workload is Table 2 as written (128 KB, 50:50, 0-30 GB and "
-     "300-330 GB of the partition), random within its two ranges."),
-    ("The knee's mechanism is not given by the paper. In the model it is the member "
-     "disks' write-back buffers: written back in idle spells (after "
-     "`destage_idle_ms`), hidden while the per-second bursts leave idle time, "
-     "visible once they do not. Its position follows the profile's assumed "
-     "`destage_idle_ms` and `write_cache_KiB` (125 ms, 8 MiB): they put the file "
-     "share's knees at 87/88/92 % (A/B/A+B; the paper: 90/90/95 %) and the "
-     "backup's at 80/86/84 % (the paper: 85/80/85 %), all six in the paper's 80-95 % "
-     "band (over seeds 1-8: in seven; seed 1 puts the backup's on A at 79 %)."),
-    ("The controller reads a partial-stripe write's old data and old parity one after "
-     "the other (`rmw_reads = \"serial\"` in `raid5-6x400g`, assumed: no source "
-     "describes the Newtech controller). With those reads in parallel the model's "
-     "array was faster than the paper's (273 and 115 IOPS on A for the file share and "
-     "the backup, against 239 and 65) and no value of `destage_idle_ms` and "
-     "`write_cache_KiB` put every knee in the band: the backup's stayed at 76-79 % on A "
-     "and B where the file share's on A+B still had a knee (the profile "
-     "`hdd-7200-400g` lists that sweep). Reading one after the other slows the backup "
-     "(3 reads a write) far more than the file share (2, and 80 % of its commands are "
-     "reads): 230 and 79 IOPS, the file share / backup ratio 2.90 (the paper: 3.68). "
-     "The backup then loses more on the inner tracks than the paper's (B / A 81 %, the "
-     "paper: 89 %; 88 % with the reads in parallel)."),
-    ("The knee is the paper's proportional-limit busy rate: the last run on the "
-     "line (within 2 %). Where the curve falls off a cliff (IOPS on the line, then "
-     "%util near 100 % two or three IOPS later, as the paper describes for the "
-     "backup: 75 IOPS at 80 %util on A, 77.8 IOPS at 97 %) the bisection runs place "
-     "the next run one IOPS above it. The point where IOPS fall 5 % below the line is "
-     "given in the cases table."),
-    ("Beyond the knee IOPS stop growing and %util goes to 100 %: uncapped, every case "
-     "gets the best capped run's IOPS within 1 % (seed 4), as the paper reaches its "
-     "maximum at 100 %util. A member disk that never idles writes its buffer back one "
-     "entry at a time between host commands once the buffer is full. Writing back a "
-     "sorted batch down to a low-water mark instead (`destage_low_water_pct`; tried "
-     "with the reads in parallel, the profile `hdd-7200-400g` lists the sweep) is not "
-     "in the profile: the write that finds the buffer full would wait for the whole "
-     "batch, a stall no source gives."),
-    ("Command queueing (NCQ) in the member disks is off in seed 004's device "
-     "profile (`raid5-6x400g`): each member serves its commands in the order the "
-     "controller issues them. `--profile raid5-6x400g-ncq` turns it on (32 commands, "
-     "served by positioning time): every case gets more IOPS (file share 383, backup "
-     "181 on A) and every knee moves down (seed 4: file share 80/80/83 %, backup "
-     "68/68/71 % on A/B/A+B, against 87/88/92 % and 80/86/84 % without), so the "
-     "profile keeps it off."),
-)
-
-
-
 
 def results_markdown(res: Sec3Result) -> str:
     """``results.md``: the table of our numbers beside the paper's, and every case."""
@@ -736,8 +588,6 @@ def results_markdown(res: Sec3Result) -> str:
     out += ["", f"_iogauge {__version__}, started {res.started_utc}, took {res.wall_s:.0f} s._",
             ""]
     return "\n".join(out)
-
-
 
 
 def _svg_case(c: CaseResult, *, width: int = 400, height: int = 280) -> str:
@@ -798,8 +648,6 @@ def _svg_case(c: CaseResult, *, width: int = 400, height: int = 280) -> str:
                  f'fill="#d62728">max {c.max_iops:.0f}</text>')
     parts.append("</svg>")
     return "".join(parts)
-
-
 
 
 def report_html(res: Sec3Result) -> str:
@@ -912,8 +760,8 @@ def run_experiment(name: str, mode: Mode = "sim",
 
 
 __all__ = [
-    "APPROXIMATIONS_SCOPE", "EDGE_TOL", "EXPERIMENTS", "KNEE_BAND_PCT", "MAX_AT_FULL_TOL",
-    "PAPER_AB_OVER_A", "PAPER_B_OVER_A", "PAPER_KNEE_PCT", "PAPER_MAX_A", "PAPER_SVCTM_MS",
+    "APPROXIMATIONS", "APPROXIMATIONS_SCOPE", "EDGE_TOL", "EXPERIMENTS", "KNEE_BAND_PCT",
+    "MAX_AT_FULL_TOL", "PAPER_AB_OVER_A", "PAPER_B_OVER_A", "PAPER_KNEE_PCT", "PAPER_MAX_A", "PAPER_SVCTM_MS",
     "QUICK", "REPORT_CSS", "CaseResult", "Comparison", "ExperimentError", "ExperimentResult",
     "KneeFit", "Measure", "Mode", "Sec3Config", "Sec3Result", "compare_sec3", "find_knee",
     "holds_text", "nice_ceiling", "paper_sec3", "report_html", "results_markdown",
