@@ -761,7 +761,8 @@ def run_experiment(name: str, mode: Mode = "sim",
 
 __all__ = [
     "APPROXIMATIONS", "APPROXIMATIONS_SCOPE", "EDGE_TOL", "EXPERIMENTS", "KNEE_BAND_PCT",
-    "MAX_AT_FULL_TOL", "PAPER_AB_OVER_A", "PAPER_B_OVER_A", "PAPER_KNEE_PCT", "PAPER_MAX_A", "PAPER_SVCTM_MS",
+    "MAX_AT_FULL_TOL", "PAPER_AB_OVER_A", "PAPER_B_OVER_A", "PAPER_KNEE_PCT", "PAPER_MAX_A",
+    "PAPER_SVCTM_MS",
     "QUICK", "REPORT_CSS", "CaseResult", "Comparison", "ExperimentError", "ExperimentResult",
     "KneeFit", "Measure", "Mode", "Sec3Config", "Sec3Result", "compare_sec3", "find_knee",
     "holds_text", "nice_ceiling", "paper_sec3", "report_html", "results_markdown",
