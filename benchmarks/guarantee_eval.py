@@ -1,11 +1,11 @@
-"""Seed 004's three IOPS-guarantee evaluations on the emulated HDD, four controllers each.
+"""[Oe]'s three IOPS-guarantee evaluations on the emulated HDD, four controllers each.
 
 Runs, on the lab's emulated 7,200 rpm disk (a real loop block device over a FUSE file) with
 fio in two real cgroup v1 blkio groups (A on the device's first quarter, B on its last), the
 paper's evaluations 1-3 (Tables 3-6: file share vs backup, file share vs file share, backup
 vs backup; A's floor stepping up then down while B keeps loading), time-compressed, for:
 
-* ``paper``     -- iogauge's controller with seed 004's policy (§4 exactly, X from 95 %);
+* ``paper``     -- iogauge's controller with [Oe]'s policy (§4 exactly, X from 95 %);
 * ``adaptive``  -- iogauge's controller with its default policy;
 * ``static``    -- B limited once to 90 % of phase 1's calibrated capacity minus A's floor,
                    never changed (a limit hand-tuned for the first phase);
@@ -190,7 +190,7 @@ def main() -> int:
         _say(f"error: {exc}")
         return 2
     print()
-    print(f"seed 004 evaluations on {res.device['path']} ({res.config.model}, "
+    print(f"[Oe] evaluations on {res.device['path']} ({res.config.model}, "
           f"{res.device['size_bytes'] / 1e12:.3g} TB), {res.config.seconds_per_minute:g} s per "
           f"paper minute, {res.config.interval_s:g} s intervals, "
           f"{(time.monotonic() - t0) / 60:.1f} min")

@@ -1,6 +1,6 @@
-"""Reproductions of the seeds' experiments on the lab's disk models.
+"""Reproductions of [Oe]'s experiments on the lab's disk models.
 
-``paper-sec3`` -- seed 004 §3 ("relation between the load on a storage device and the
+``paper-sec3`` -- [Oe] §3 ("relation between the load on a storage device and the
 performance it yields"): for the file-share and the backup workload, each on partition A
 (the volume's first 500 GB), B (its last 500 GB) and both at once (A+B), measure %util
 against IOPS as the offered load rises, and report
@@ -15,7 +15,7 @@ against IOPS as the offered load rises, and report
   160 IOPS for the file share on A+B: 0.78 % drift).
 
 Each case is a rate sweep: the workload (10 threads, as in the paper's benchmark) capped at
-fractions of its maximum by seed 004's own limiter (count per second, block the rest of the
+fractions of its maximum by [Oe]'s own limiter (count per second, block the rest of the
 second: §4 step (4)), one run per rate, %util and IOPS over the run after a warm-up,
 sampled every 20 s as the paper's iostat. A few bisection runs then place the knee.
 
@@ -30,7 +30,7 @@ plateau lies only a few percent below the line (the file share on A+B: the hidde
 write-back is a smaller share of its members' work, whose host commands seek between both
 areas) the 5 % point sits high up the wall while the curve's edge is where the knee is.
 
-Seed 004's device is modelled as a RAID-5 controller that reads a partial-stripe write's
+[Oe]'s device is modelled as a RAID-5 controller that reads a partial-stripe write's
 old data and old parity one after the other (``rmw_reads``, :mod:`iogauge.lab.raid`) over
 member disks that write back in idle spells: with it every knee falls in the paper's band
 and the maximum IOPS come near the paper's (results.md's notes give the figures).
@@ -46,7 +46,7 @@ The default device's member disks do not queue commands (NCQ off); the variant p
 (:mod:`iogauge.lab.hdd`). With it every case gets more IOPS and every knee moves down
 (results.md lists both sets of knees), so the profile keeps NCQ off.
 
-``paper-eval1`` .. ``paper-eval3`` -- seed 004 §5's evaluations with the guarantee policy --
+``paper-eval1`` .. ``paper-eval3`` -- [Oe] §5's evaluations with the guarantee policy --
 are in :mod:`iogauge.lab.paper_eval`; :func:`run_experiment` runs every experiment by name
 and :func:`write_outputs` writes any of their results.
 """
@@ -105,7 +105,7 @@ Mode = Literal["sim", "device"]
 EXPERIMENTS = ("paper-sec3", "paper-eval1", "paper-eval2", "paper-eval3")
 
 
-# ---- what seed 004 reports (§3, Fig. 3-5; §4 for the svctm drift) ------------------------
+# ---- what [Oe] reports (§3, Fig. 3-5; §4 for the svctm drift) ------------------------
 
 #: How far below the best capped run the uncapped run (100 %util) may stay and still count
 #: as the maximum (§3: "%util が 100% で最高性能値に達している"): the runs scatter by ~1 %.
@@ -117,7 +117,7 @@ class Sec3Config:
     """How ``paper-sec3`` is run.
 
     Attributes:
-        profile: disk model profile (seed 004's device by default).
+        profile: disk model profile ([Oe]'s device by default).
         workloads, placements: the cases.
         threads: closed-loop threads per case (the paper's benchmark: 10).
         interval_s: sampling interval (the paper's iostat: 20 s).
@@ -129,7 +129,7 @@ class Sec3Config:
             the maximum down to one IOPS).
         tol: shortfall from the line that ends the linear range (0.05 = 5 %).
         fit_lo, fit_hi: %util range of the points the line is fitted to.
-        arrival: the cap's limiter (``per_second``: seed 004's).
+        arrival: the cap's limiter (``per_second``: [Oe]'s).
         seed: random seed (the same for every run: common random numbers).
         capacity_bytes: device size (None: the profile's; device mode: the device's).
         jobs: parallel processes for the cases (sim mode).
@@ -409,7 +409,7 @@ def _device_cases(profile: ModelProfile, cfg: Sec3Config,
 
 def paper_sec3(mode: Mode = "sim", cfg: Sec3Config = Sec3Config(), *,
                progress: Callable[[str], None] | None = None) -> Sec3Result:
-    """Run seed 004 §3 on the configured model (see the module docstring)."""
+    """Run [Oe] §3 on the configured model (see the module docstring)."""
     say = progress or (lambda _m: None)
     bad = [w for w in cfg.workloads if w not in SEED004_WORKLOADS]
     bad += [p for p in cfg.placements if p not in ("A", "B", "A+B")]
@@ -507,7 +507,7 @@ def compare_sec3(res: Sec3Result) -> list[Comparison]:
             None if res.mode == "device" else (k is not None and lo <= round(k) <= hi),
             f"a knee in the paper's {lo:.0f}-{hi:.0f} % band (whole percent)"
             if res.mode == "sim" else
-            "reported only: fio spaces capped I/O evenly, not in seed 004's per-second "
+            "reported only: fio spaces capped I/O evenly, not in [Oe]'s per-second "
             "bursts"))
     for name in ("file-share", "backup"):
         # §3: "%util が 100% で最高性能値に達している" -- the maximum is reached at 100 %util
@@ -548,9 +548,9 @@ def compare_sec3(res: Sec3Result) -> list[Comparison]:
 def results_markdown(res: Sec3Result) -> str:
     """``results.md``: the table of our numbers beside the paper's, and every case."""
     cfg = res.config
-    out = [f"# paper-sec3: seed 004 §3 reproduced ({res.mode})", "",
+    out = [f"# paper-sec3: [Oe] §3 reproduced ({res.mode})", "",
            (f"Model `{res.profile}` ({res.profile_description}); {cfg.threads} threads per "
-           f"case, capped by seed 004's per-second limiter ({cfg.arrival}); runs of "
+           f"case, capped by [Oe]'s per-second limiter ({cfg.arrival}); runs of "
            f"{cfg.point_s:g} s ({cfg.warmup_s:g} s warm-up), sampled every "
            f"{cfg.interval_s:g} s; seed {cfg.seed}. Knee (the paper's proportional-limit busy "
            f"rate): the last run within {EDGE_TOL * 100:g} % of the line fitted between "
@@ -676,9 +676,9 @@ def report_html(res: Sec3Result) -> str:
     return (
         "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\">"
         f"<title>paper-sec3 ({e(res.mode)})</title><style>{REPORT_CSS}</style></head><body>"
-        f"<h1>Seed 004 §3 reproduced: %util against IOPS</h1>"
+        f"<h1>[Oe] §3 reproduced: %util against IOPS</h1>"
         f"<div class=\"meta\">{e(res.mode)} mode, model <b>{e(res.profile)}</b> "
-        f"({e(res.profile_description)}); {cfg.threads} threads per case; seed 004's "
+        f"({e(res.profile_description)}); {cfg.threads} threads per case; [Oe]'s "
         f"per-second limiter; {cfg.point_s:g}-s runs sampled every {cfg.interval_s:g} s; "
         f"iogauge {e(__version__)}, {e(res.started_utc)}.</div>"
         "<h2>Our numbers beside the paper's</h2><table><tr><th>finding</th><th>ours</th>"

@@ -1,4 +1,4 @@
-"""Seed 004's three evaluations (§5, Tables 3-6) on the lab's emulated disk, in real cgroups.
+"""[Oe]'s three evaluations (§5, Tables 3-6) on the lab's emulated disk, in real cgroups.
 
 For each evaluation (Table 3: **1** file share A vs backup B, **2** file share vs file share,
 **3** backup vs backup) and each controller -- iogauge's ``paper`` and ``adaptive`` policies
@@ -24,7 +24,7 @@ block device (:func:`iogauge.lab.device.create_device`), and measures every ``in
   B do. For each phase the oracle leaves B what the device can do beyond A's floor:
   ``oracle_B = min(B's demand, C - a)`` with ``C = IOPS x 100 / %util`` measured for that
   phase's own mix (A at its floor, B at its demand) in an *unthrottled calibration run* --
-  the device's capacity at 100 % busy for that mix, by seed 004's own proportional
+  the device's capacity at 100 % busy for that mix, by [Oe]'s own proportional
   arithmetic (§4: ``b = (X - a·busy_per_iops) / busy_per_iops`` with X = 100 %,
   ``busy_per_iops = %util / IOPS``). No controller can give B more without taking it from A
   (or finding capacity the calibration did not), so it is an upper bound: a controller
@@ -56,7 +56,7 @@ block device (:func:`iogauge.lab.device.create_device`), and measures every ``in
 IOPS at most on partition A; 70 % / 69 % of that with both partitions busy, §3). Each target
 is rescaled by the ratio of this device's capacity for the same workload on both partitions
 (measured first, closed loop) to the paper's -- so A's floor and B's load take the same share
-of the device as in the paper -- and rounded to whole IOPS. A runs seed 004's workload on
+of the device as in the paper -- and rounded to whole IOPS. A runs [Oe]'s workload on
 partition A (the device's first quarter), B on partition B (its last quarter), as the paper
 placed them on the first and second 500 GB (§5, Fig. 9).
 
@@ -216,7 +216,7 @@ class Capacity:
     """A closed-loop capacity run.
 
     Attributes:
-        workload: seed-004 workload name.
+        workload: [Oe] workload name.
         iops, util_pct: over the steady window.
         capacity_iops: ``iops·100/util``.
     """
@@ -229,7 +229,7 @@ class Capacity:
 
 def measure_capacity(dev: str, device_bytes: int, workload: str, cfg: EvalConfig,
                      workdir: Path) -> Capacity:
-    """Seed 004's ``workload`` on both partitions (A+B), closed loop, unthrottled."""
+    """[Oe]'s ``workload`` on both partitions (A+B), closed loop, unthrottled."""
     name = Path(os.path.realpath(dev)).name
     wls = [paced(w) for w in seed004(workload, "A+B", threads=cfg.depth)]
     depth = max(1, cfg.depth // len(wls))

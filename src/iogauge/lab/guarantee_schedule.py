@@ -18,13 +18,13 @@ import numpy.typing as npt
 ControllerName = Literal["paper", "adaptive", "static", "no-control"]
 CONTROLLERS: tuple[ControllerName, ...] = ("paper", "adaptive", "static", "no-control")
 
-#: Seed 004 §5: convergence goal of the issue (seconds after a floor step).
+#: [Oe] §5: convergence goal of the issue (seconds after a floor step).
 CONVERGENCE_GOAL_S = 15.0
 #: The issue's goals: A's floor met after convergence, B's share of the oracle.
 A_MET_GOAL = 0.95
 B_ORACLE_GOAL = 0.90
 
-#: Seed 004 §3: maximum IOPS on partition A (file share 239, backup 65) times the share left
+#: [Oe] §3: maximum IOPS on partition A (file share 239, backup 65) times the share left
 #: with both partitions busy (70 %, 69 %): each workload's capacity in the paper's A+B
 #: placement, what the paper's targets are relative to.
 PAPER_AB_CAPACITY_IOPS = {"file-share": 239.0 * 0.70, "backup": 65.0 * 0.69}
@@ -49,7 +49,7 @@ class Phase:
 
 @dataclass(frozen=True)
 class Evaluation:
-    """One of seed 004's evaluations (Table 3 workloads, Tables 4-6 schedule)."""
+    """One of [Oe]'s evaluations (Table 3 workloads, Tables 4-6 schedule)."""
 
     number: int
     a_workload: str
@@ -61,7 +61,7 @@ class Evaluation:
         return f"eval {self.number}: {self.a_workload} A vs {self.b_workload} B"
 
 
-#: Seed 004 Table 3 (workloads) and Tables 4, 5, 6 (schedules).
+#: [Oe] Table 3 (workloads) and Tables 4, 5, 6 (schedules).
 PAPER_EVALUATIONS: dict[int, Evaluation] = {
     1: Evaluation(1, "file-share", "backup",
                   (Phase(5, 50, 5), Phase(50, 50, 10), Phase(5, 50, 10))),
@@ -191,7 +191,7 @@ def oracle_b_iops(util_pct: float, iops: float, a_floor_iops: float,
                   b_demand_iops: float) -> tuple[float, float]:
     """(capacity at 100 % busy, oracle B) for one phase from its unthrottled calibration.
 
-    ``C = iops·100/util`` (seed 004's busy_per_iops = util/IOPS, so 100 % busy is 100/bpi
+    ``C = iops·100/util`` ([Oe]'s busy_per_iops = util/IOPS, so 100 % busy is 100/bpi
     IOPS for the mix), ``oracle = min(B's demand, max(0, C - a))``.
 
     >>> [round(v, 1) for v in oracle_b_iops(97.0, 77.6, 27, 75)]

@@ -15,7 +15,7 @@ class KneeFit:
 
     Attributes:
         intercept_pct, slope_pct_per_iops: util = intercept + slope * IOPS.
-        knee_util_pct: the proportional-limit busy rate as seed 004 §3 defines it ("iops が
+        knee_util_pct: the proportional-limit busy rate as [Oe] §3 defines it ("iops が
             線形増加する上限 %util 値", the highest %util up to which IOPS grows linearly):
             the %util of the last measured point within ``edge_tol`` of the line before
             the first one more than ``tol`` below it (None: no point at or above

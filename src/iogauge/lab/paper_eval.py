@@ -1,4 +1,4 @@
-"""Seed 004 §5's evaluations (``paper-eval1`` .. ``paper-eval3``) in the simulator.
+"""[Oe] §5's evaluations (``paper-eval1`` .. ``paper-eval3``) in the simulator.
 
 Each evaluation replays one of the paper's schedules (Table 3: **1** file share A vs backup
 B, **2** file share vs file share, **3** backup vs backup; Tables 4-6: A's target, B's load,
@@ -439,7 +439,7 @@ def paper_eval(number: int, cfg: PaperEvalConfig = DEFAULT_CONFIG, *,
     """Run evaluation ``number`` (1-3) in the simulator (module docstring)."""
     say = progress or (lambda _m: None)
     if number not in PAPER_EVALUATIONS:
-        raise PaperEvalError(f"seed 004 has evaluations 1, 2 and 3, not {number}")
+        raise PaperEvalError(f"[Oe] has evaluations 1, 2 and 3, not {number}")
     ev = PAPER_EVALUATIONS[number]
     profile = load_profile(cfg.profile)
     started = datetime.now(UTC).isoformat(timespec="seconds")
@@ -580,10 +580,10 @@ def results_markdown(res: PaperEvalResult) -> str:
         f"{w}: {res.capacities[w]:.1f} IOPS on A+B vs the paper's "
         f"{PAPER_AB_CAPACITY_IOPS[w]:.1f}, x {f:.2f}" for w, f in res.factors.items())
         + ")") if cfg.scale else "targets as the paper gives them (not rescaled)"
-    out = [f"# {res.name}: seed 004 §5, {ev.title} ({res.mode})", "",
+    out = [f"# {res.name}: [Oe] §5, {ev.title} ({res.mode})", "",
            (f"Model `{res.profile}` ({res.profile_description}); A = {cfg.threads} threads "
             f"of {ev.a_workload} on the volume's last 500 GB, B = {cfg.threads} threads of "
-            f"{ev.b_workload} on its first 500 GB, both capped by seed 004's per-second "
+            f"{ev.b_workload} on its first 500 GB, both capped by [Oe]'s per-second "
             f"limiter; samples and decisions every {cfg.interval_s:g} s; X from 95 %; "
             f"{cfg.seconds_per_minute:g} s per paper minute; {scale}; seed {cfg.seed}."),
            "", "## Our numbers beside the paper's", "",
@@ -744,7 +744,7 @@ def report_html(res: PaperEvalResult) -> str:
     return (
         "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\">"
         f"<title>{e(res.name)} ({e(res.mode)})</title><style>{REPORT_CSS}</style></head><body>"
-        f"<h1>Seed 004 §5 reproduced: {e(ev.title)}</h1>"
+        f"<h1>[Oe] §5 reproduced: {e(ev.title)}</h1>"
         f"<div class=\"meta\">{e(res.mode)} mode, model <b>{e(res.profile)}</b> "
         f"({e(res.profile_description)}); {cfg.threads} + {cfg.threads} threads; samples "
         f"every {cfg.interval_s:g} s; schedule "

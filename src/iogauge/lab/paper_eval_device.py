@@ -90,7 +90,7 @@ class DeviceEvalResult:
         from iogauge.lab import guarantee_eval as harness  # noqa: PLC0415 - device side
 
         ev = PAPER_EVALUATIONS[self.number]
-        out = [f"# {self.name}: seed 004 §5, {ev.title} (device)", "",
+        out = [f"# {self.name}: [Oe] §5, {ev.title} (device)", "",
                ("On the emulated block device with fio in two cgroup v1 blkio groups and "
                 "iogauge's controller in real time (harness `iogauge.lab.guarantee_eval`; "
                 "its docstring defines the scaling, the oracle and every column)."), "",
@@ -124,7 +124,7 @@ class DeviceEvalResult:
                 f"({r.full_intervals} in all).</figcaption></figure></div>")
         return ("<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\">"
                 f"<title>{e(self.name)} (device)</title><style>{REPORT_CSS}</style></head>"
-                f"<body><h1>Seed 004 §5 on the emulated device: {e(ev.title)}</h1>"
+                f"<body><h1>[Oe] §5 on the emulated device: {e(ev.title)}</h1>"
                 f"<div class=\"meta\">iogauge {e(__version__)}, {e(self.started_utc)}."
                 "</div><h2>Our numbers beside the paper's</h2><table><tr><th>finding</th>"
                 "<th>ours</th><th>paper</th><th>holds</th><th>criterion</th></tr>"
@@ -188,7 +188,7 @@ def device_paper_eval(number: int, cfg: DeviceEvalConfig = DeviceEvalConfig(), *
     """Evaluation ``number`` on the emulated device, through the harness (module docstring);
     a clear :class:`PaperEvalError` when the harness is not available."""
     if number not in PAPER_EVALUATIONS:
-        raise PaperEvalError(f"seed 004 has evaluations 1, 2 and 3, not {number}")
+        raise PaperEvalError(f"[Oe] has evaluations 1, 2 and 3, not {number}")
     try:
         # Imported only here: the harness needs root, fio and the emulated device.
         from iogauge.lab import guarantee_eval as harness  # noqa: PLC0415

@@ -49,7 +49,7 @@ class Phase:
 
 @dataclass(frozen=True)
 class PaperEvaluation:
-    """One of seed 004's evaluations and what the paper reports about it.
+    """One of [Oe]'s evaluations and what the paper reports about it.
 
     Attributes:
         number: 1, 2 or 3.
@@ -58,7 +58,7 @@ class PaperEvaluation:
         paper_updates: target updates the paper needed (§5: 2, 1, 1).
         paper_update_times_s: when they happened, where the text says (eval 1: Fig. 11).
         paper_first_x_pct: X after the first update (eval 1: 63 %; eval 2: 87 %; eval 3:
-            "the same course as eval 2", 87 % per DESIGN §5.5).
+            "the same course as eval 2", 87 % per [Oe] §5).
         paper_x_note: the paper's words on X, for the table.
     """
 
@@ -76,7 +76,7 @@ class PaperEvaluation:
         return f"evaluation {self.number}: {self.a_workload} A vs {self.b_workload} B"
 
 
-#: Seed 004 §5: Table 3 (workloads), Tables 4-6 (schedules), Figs. 10-15 (outcomes).
+#: [Oe] §5: Table 3 (workloads), Tables 4-6 (schedules), Figs. 10-15 (outcomes).
 PAPER_EVALUATIONS: dict[int, PaperEvaluation] = {
     1: PaperEvaluation(1, "file-share", "backup",
                        (Phase(5, 50, 5), Phase(50, 50, 10), Phase(5, 50, 10)),
@@ -89,7 +89,7 @@ PAPER_EVALUATIONS: dict[int, PaperEvaluation] = {
     3: PaperEvaluation(3, "backup", "backup",
                        (Phase(5, 30, 5), Phase(30, 30, 10), Phase(5, 30, 10)),
                        1, (), 87.0, "one update, \"the same course as evaluation 2\" "
-                       "(87 %, DESIGN §5.5)"),
+                       "(87 %, [Oe] §5)"),
 }
 
 
@@ -100,7 +100,7 @@ class Variant:
     Attributes:
         name: short id (``paper/user``).
         policy: ``paper`` or ``adaptive``.
-        actuator: ``user`` (seed 004's per-second cap on B's total issue rate) or ``kernel``
+        actuator: ``user`` ([Oe]'s per-second cap on B's total issue rate) or ``kernel``
             (per-direction io.max-style limits).
         full_util_pct: the paper policy's "100 %" threshold (None: the policy's default).
         label: what the row is, for the reports.
@@ -115,7 +115,7 @@ class Variant:
 
 VARIANTS: tuple[Variant, ...] = (
     Variant("paper/user", "paper", "user", None,
-            "paper policy, seed 004's limiter (the reproduction)"),
+            "paper policy, [Oe]'s limiter (the reproduction)"),
     Variant("paper/kernel", "paper", "kernel", None,
             "paper policy, kernel per-direction limits (iogauge live)"),
     Variant("adaptive/kernel", "adaptive", "kernel", None,
@@ -140,7 +140,7 @@ class PaperEvalConfig:
     """How a paper evaluation is run (sim mode).
 
     Attributes:
-        profile: disk model profile (seed 004's RAID-5 by default).
+        profile: disk model profile ([Oe]'s RAID-5 by default).
         variants: rows to run (:data:`VARIANT_NAMES`).
         threads: load threads per group (§5: 10).
         interval_s: sampling and decision interval (§5: iostat every 20 s).
@@ -152,7 +152,7 @@ class PaperEvalConfig:
         warmup_s: leading part of the capacity and svctm runs left out.
         svctm_loads: the two loads of the svctm drift, as fractions of the mix's capacity.
         met_frac: A meets its floor at this share of it.
-        arrival: the load threads' limiter (``per_second``: seed 004's).
+        arrival: the load threads' limiter (``per_second``: [Oe]'s).
         seed: random seed (every run uses it: common random numbers across variants).
         capacity_bytes: device size (None: the profile's).
         jobs: parallel processes (0: one per CPU).

@@ -97,7 +97,7 @@ def nice_ceiling(v: float) -> float:
 
 #: What every paper-sec3 result approximates (results.md and report.html), in Markdown
 #: (`code` only). Its figures are those of the default profile at seed 4, as it says.
-APPROXIMATIONS_SCOPE = ("The figures in these notes are those of seed 004's device profile "
+APPROXIMATIONS_SCOPE = ("The figures in these notes are those of [Oe]'s device profile "
                         "(`raid5-6x400g`) at seed 4, simulated.")
 APPROXIMATIONS: tuple[str, ...] = (
     ("Fig. 1 (file-share I/O sizes and R/W) and Fig. 2 (its offsets) are charts whose "
@@ -139,7 +139,7 @@ APPROXIMATIONS: tuple[str, ...] = (
      "with the reads in parallel, the profile `hdd-7200-400g` lists the sweep) is not "
      "in the profile: the write that finds the buffer full would wait for the whole "
      "batch, a stall no source gives."),
-    ("Command queueing (NCQ) in the member disks is off in seed 004's device "
+    ("Command queueing (NCQ) in the member disks is off in [Oe]'s device "
      "profile (`raid5-6x400g`): each member serves its commands in the order the "
      "controller issues them. `--profile raid5-6x400g-ncq` turns it on (32 commands, "
      "served by positioning time): every case gets more IOPS (file share 383, backup "

@@ -204,7 +204,7 @@ def test_table_and_files(eval3: PaperEvalResult, tmp_path: Path) -> None:
     assert rows["paper/kernel: B's IOPS by phase"].ours == "38 / 17 / 38 of 38 / 38 / 38 demanded"
     paths = write_outputs(eval3, tmp_path)
     md = paths[0].read_text()
-    assert md.startswith("# paper-eval3: seed 004 §5, evaluation 3: backup A vs backup B")
+    assert md.startswith("# paper-eval3: [Oe] §5, evaluation 3: backup A vs backup B")
     assert "| 2 | 38 | 38 | 120 | 360 | 30 / 30 IOPS, 10 min |" in md
     assert "340 s update: 95.0 % → 87.2 %" in md
     page = paths[1].read_text()
