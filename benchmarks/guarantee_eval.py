@@ -183,12 +183,8 @@ def main() -> int:
     t0 = time.monotonic()
     try:
         res = run_evaluations_cli(cfg)
-    except KeyboardInterrupt:
-        _say("interrupted: everything created was removed")
-        return 130
-    except IogaugeError as exc:
-        _say(f"error: {exc}")
-        return 2
+    except (KeyboardInterrupt, IogaugeError) as exc:
+        return _stopped(exc)
     print()
     print(f"[Oe] evaluations on {res.device['path']} ({res.config.model}, "
           f"{res.device['size_bytes'] / 1e12:.3g} TB), {res.config.seconds_per_minute:g} s per "
@@ -215,6 +211,15 @@ def main() -> int:
     return 1 if args.check and missed else 0
 
 
+def _stopped(exc: BaseException) -> int:
+    """Exit status (and a line) for a run stopped by Ctrl-C/SIGTERM or an error."""
+    if isinstance(exc, KeyboardInterrupt):
+        _say("interrupted: everything created was removed")
+        return 130
+    _say(f"error: {exc}")
+    return 2
+
+
 def _work_conservation(args: argparse.Namespace) -> int:
     """Every model x controller of :mod:`iogauge.lab.idle_eval`, one device per model."""
     import contextlib
@@ -236,16 +241,11 @@ def _work_conservation(args: argparse.Namespace) -> int:
                                      capacity_model="latency" if model == "ssd" else "auto",
                                      idle_s=args.idle_s, wakeups=args.wakeups,
                                      interval_s=args.interval, backing_dir=args.backing_dir)
-                    r = run_idle(cfg, dev=dev, say=_say)
-                    results.append(r)
-                    for v in r.verdicts():
+                    results.append(run_idle(cfg, dev=dev, say=_say))
+                    for v in results[-1].verdicts():
                         _say(f"  {model} {ctl}: {v}")
-    except KeyboardInterrupt:
-        _say("interrupted: everything created was removed")
-        return 130
-    except IogaugeError as exc:
-        _say(f"error: {exc}")
-        return 2
+    except (KeyboardInterrupt, IogaugeError) as exc:
+        return _stopped(exc)
     print(f"\nwork conservation: A idle {args.idle_s:g} s, then {args.wakeups} wake-ups; "
           f"{(time.monotonic() - t0) / 60:.1f} min")
     print(idle_results_table(results))

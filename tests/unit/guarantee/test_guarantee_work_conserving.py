@@ -8,11 +8,9 @@ import threading
 from pathlib import Path
 
 import pytest
-import typer
 from cgroup_fixtures import SYSFS, FakeKernel, KernelEmu
-from typer.testing import CliRunner
+from test_guarantee_cli import _run as _cli
 
-from iogauge.cli.guarantee_cmd import guarantee_app
 from iogauge.guarantee.figures import figures_from_store
 from iogauge.guarantee.policy import (
     UNLIMITED,
@@ -105,18 +103,6 @@ def test_open_params_are_checked() -> None:
 
 
 # ---- the controller, the store and `guarantee show` ----------------------------------------
-app = typer.Typer()
-app.add_typer(guarantee_app, name="guarantee")
-
-
-@app.callback()
-def _root() -> None:
-    """Test wrapper (main.py registers guarantee_app the same way)."""
-
-
-def _cli(*args: str) -> tuple[int, str, str]:
-    res = CliRunner().invoke(app, list(args), terminal_width=200)
-    return res.exit_code, res.stdout, res.stderr
 
 
 def test_idle_then_waking_a_is_recorded_and_shown(tmp_path: Path, v1_root: Path,
