@@ -112,20 +112,21 @@ def test_idle_then_waking_a_is_recorded_and_shown(tmp_path: Path, v1_root: Path,
     fk = FakeKernel(tmp_path / "proc", r_iops=100, w_iops=0, util_pct=100, await_ms=10,
                     groups={a: (0, 0), b: (100, 0)})
     with fk:
-        # A wakes after B has opened: from then on it does 50 reads/s.
-        timer = threading.Timer(2.5, lambda: fk.groups.update({a: (50, 0)}))
+        # A wakes after B has opened (warm-up and two idle decisions take 1.6 s): from then
+        # on it does 50 reads/s. (Margins for a loaded machine.)
+        timer = threading.Timer(3.5, lambda: fk.groups.update({a: (50, 0)}))
         timer.start()
         try:
             code, out, err = _cli(
                 "guarantee", "--device", "sda", "--protect", f"{a}:50", "--throttle", str(b),
-                "--interval", "0.4", "--sample-interval", "0.1", "--duration", "4",
+                "--interval", "0.4", "--sample-interval", "0.1", "--duration", "5.5",
                 "--dry-run", "--db", str(db), "--capacity-model", "util",
                 "--procfs-root", str(tmp_path / "proc"), "--sysfs-root", str(SYSFS),
                 "--mounts-file", str(mounts_file))
         finally:
             timer.cancel()
     assert code == 0, err
-    assert "[open]" in out and "[wake]" in out
+    assert "[open]" in out and "[wake]" in out, out
     assert out.index("[open]") < out.index("[wake]")
     fig = figures_from_store(db)
     assert fig.a_idle_s > 0 and fig.b_idle_iops is not None and fig.b_alone_measured

@@ -344,7 +344,8 @@ class AdaptivePolicy:
 
     def _open(self, iv: _Interval) -> Decision:
         """A shows no demand: its floor is not reserved; B's limits open by
-        ``open_step`` a step, and are lifted once past ``open_lift_x`` x the device's
+        ``open_step`` a step (the first to at least all of X), and are lifted once past
+        ``open_lift_x`` x the device's
         capacity for that direction (the kernel then gives B whatever the device does; both
         directions go together)."""
         first = not self.opened
@@ -355,9 +356,16 @@ class AdaptivePolicy:
             self._catchup = 0.0
             self._drain = False
         out: dict[str, GroupLimit] = {}
+        # The first step gives B at least all of X (nothing kept for A): a limit the
+        # policy had cut far down (a congested SSD, B at its minimum) would otherwise take
+        # a dozen doublings to open.
+        shares = split_budget(self.x, {g: st.busy or 0.0 for g, st in self.groups.items()},
+                              0.0, self.params.min_share)
         for g, st in self.groups.items():
             st.carry_r = st.carry_w = 0.0
-            r, w = self._opened(st.limit.riops, iv.cr), self._opened(st.limit.wiops, iv.cw)
+            sr = st.read_share if st.read_share is not None else 0.5
+            r = self._opened(st.limit.riops, iv.cr, shares[g] * sr / iv.cr)
+            w = self._opened(st.limit.wiops, iv.cw, shares[g] * (1 - sr) / iv.cw)
             # One direction lifted: the other too (a limit B does not reach is not written
             # again and again on its way up).
             st.limit = UNLIMITED if r is None or w is None else GroupLimit(r, w)
@@ -371,11 +379,14 @@ class AdaptivePolicy:
         return Decision(limits=out, x_pct=self.x * 100, state=State.OPEN, reason=why,
                         busy_per_iops=mix_cost * 100, capacity_iops=1.0 / mix_cost)
 
-    def _opened(self, old: int | None, cost: float) -> int | None:
+    def _opened(self, old: int | None, cost: float, whole_x: float) -> int | None:
+        """One opening step of a limit: ``open_step`` up, at least to ``whole_x`` (this
+        direction's share of all of X, in IOPS); None once past ``open_lift_x``."""
         p = self.params
         if old is None:
             return None
-        new = max(old + p.step_min_iops, math.ceil(old * (1 + p.open_step)))
+        new = max(old + p.step_min_iops, math.ceil(old * (1 + p.open_step)),
+                  _whole(whole_x, self.targets.b_min_iops))
         return None if new * cost >= p.open_lift_x else self.targets.on_grid(new)
 
     def _stall_seen(self, obs: Observation) -> bool:

@@ -156,7 +156,7 @@ class AdaptiveParams:
         idle_stall_pct: cgroup v2 ``io.pressure`` stall share of A at or above which A has
             demand even with nothing completed (its I/O is queued).
         open_step: while open, B's limits grow by this fraction per interval (at least
-            ``step_min_iops``); 1.0 doubles them.
+            ``step_min_iops``, and the first step to at least all of X); 1.0 doubles them.
         open_lift_x: once an opened limit would let B use this multiple of the device
             (limit x cost per I/O), it is lifted: the kernel gives B what the device does.
     """
