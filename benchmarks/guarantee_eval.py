@@ -125,7 +125,7 @@ def _verdicts(res: EvalResult) -> list[str]:
     return out
 
 
-def main() -> int:
+def _parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true",
                     help=f"smoke check: {QUICK.seconds_per_minute:g} s per paper minute, "
@@ -162,6 +162,11 @@ def main() -> int:
                     help="--work-conservation: seconds A stays idle (default 60)")
     ap.add_argument("--wakeups", type=int, default=10,
                     help="--work-conservation: A's bursts at its floor (default 10)")
+    return ap
+
+
+def main() -> int:
+    ap = _parser()
     args = ap.parse_args()
     if args.work_conservation:
         signal.signal(signal.SIGTERM, _raise_interrupt)
