@@ -6,7 +6,9 @@ cgroup v1 blkio groups (:mod:`iogauge.lab.cgroup_rig`):
 
 1. **B alone**: B (4 KiB random reads, ``depth`` in flight, on the device's second half)
    runs with nothing else and no controller for ``alone_s``; its IOPS after a warm-up are
-   *B alone*. A's floor is ``floor_share`` of that (whole IOPS).
+   *B alone* (measured again at the end, the controller stopped; the figure is the mean of
+   the two, since the emulated device's speed follows the machine's load). A's floor is
+   ``floor_share`` of the first (whole IOPS).
 2. **A idle**: the guarantee controller starts (in-process, 1 s decisions) with A's floor;
    A does no I/O for ``idle_s``. B's IOPS over that whole time (controller warm-up and
    opening included) against B alone is **B's share while A is idle** (goal >= 90 %).
@@ -105,7 +107,9 @@ class IdleResult:
 
     Attributes:
         config: the run's configuration; device: its path.
-        b_alone_iops: B alone; floor_iops: A's floor.
+        b_alone_iops: B alone: the mean of the runs before and after the controller
+            (``b_alone_before_iops``, ``b_alone_after_iops``); floor_iops: A's floor (from
+            the run before).
         b_idle_iops: B's IOPS while A was idle (the whole ``idle_s``).
         wake_s: time to floor per burst (None: not reached within the burst).
         a_burst_iops: A's mean IOPS over each burst.
@@ -116,6 +120,8 @@ class IdleResult:
     config: IdleConfig
     device: str
     b_alone_iops: float = math.nan
+    b_alone_before_iops: float = math.nan
+    b_alone_after_iops: float = math.nan
     floor_iops: int = 0
     b_idle_iops: float = math.nan
     wake_s: list[float | None] = field(default_factory=list)
@@ -239,6 +245,7 @@ def _run(dev: str, cfg: IdleConfig, workdir: Path, say: Callable[[str], None]) -
         b0, m0 = counts(b_cg), time.monotonic()
         time.sleep(cfg.alone_s - cfg.alone_warmup_s)
         res.b_alone_iops = (counts(b_cg) - b0) / (time.monotonic() - m0)
+        res.b_alone_before_iops = res.b_alone_iops
         res.floor_iops = max(1, round(cfg.floor_share * res.b_alone_iops))
         say(f"{cfg.model}: B alone {res.b_alone_iops:.1f} IOPS; A's floor "
             f"{res.floor_iops} IOPS; controller {cfg.controller}")
@@ -258,6 +265,17 @@ def _run(dev: str, cfg: IdleConfig, workdir: Path, say: Callable[[str], None]) -
             f"{res.b_idle_share:.0%} of B alone")
         if cfg.wakeups:
             _wakeups(cfg, res, hier, devnum, a_cg, b_cg, workdir, ctl, fio_b, total_s, say)
+        # B alone once more, the controller gone (its limits restored): the emulated
+        # device's speed follows the machine's load, so B alone is the mean of both.
+        ctl.stop()
+        before = res.b_alone_iops
+        time.sleep(cfg.alone_warmup_s)
+        b0, m0 = counts(b_cg), time.monotonic()
+        time.sleep(cfg.alone_s - cfg.alone_warmup_s)
+        res.b_alone_after_iops = (counts(b_cg) - b0) / (time.monotonic() - m0)
+        res.b_alone_iops = (before + res.b_alone_after_iops) / 2
+        say(f"  B alone again {res.b_alone_after_iops:.1f} IOPS (before: {before:.1f}); "
+            f"B while A idle {res.b_idle_share:.0%} of their mean")
     return res
 
 
@@ -314,14 +332,16 @@ def _rate(ts: list[float], ios: list[int], t_from: float, t_to: float) -> float:
 
 def results_table(results: list[IdleResult]) -> str:
     """One row per run: device, controller, B alone, A's floor, B while A idle, wake-ups."""
-    head = (f"{'device':8} {'controller':13} {'B alone':>8} {'floor':>6} {'B idle':>8} "
-            f"{'share':>6} {'wake med':>9} {'wake max':>9} {'A burst':>8} {'B burst':>8}")
+    head = (f"{'device':8} {'controller':13} {'B alone':>8} {'(before/after)':>16} {'floor':>6} "
+            f"{'B idle':>8} {'share':>6} {'wake med':>9} {'wake max':>9} {'A burst':>8} "
+            f"{'B burst':>8}")
     rows = [head]
     for r in results:
         burst = [x for x in r.a_burst_iops if not math.isnan(x)]
         a_b = sum(burst) / len(burst) if burst else math.nan
+        ba = f"{r.b_alone_before_iops:.0f}/{r.b_alone_after_iops:.0f}"
         rows.append(f"{r.config.model:8} {r.config.controller:13} {r.b_alone_iops:8.1f} "
-                    f"{r.floor_iops:6d} {r.b_idle_iops:8.1f} {r.b_idle_share:6.0%} "
+                    f"{ba:>16} {r.floor_iops:6d} {r.b_idle_iops:8.1f} {r.b_idle_share:6.0%} "
                     f"{_secs(r.wake_median_s):>9} {_secs(r.wake_worst_s):>9} {a_b:8.1f} "
                     f"{r.b_during_bursts_iops:8.1f}")
     return "\n".join(rows)
