@@ -15,7 +15,12 @@ from iogauge.guarantee.policy.budget import (
     grid_targets,
     split_budget,
 )
-from iogauge.guarantee.policy.estimators import _GroupState, _LatencyCapacity, _UtilCosts
+from iogauge.guarantee.policy.estimators import (
+    _GroupState,
+    _LatencyCapacity,
+    _UtilCosts,
+    learn_mix,
+)
 from iogauge.guarantee.policy.params import AdaptiveParams
 from iogauge.guarantee.policy.types import (
     UNLIMITED,
@@ -46,6 +51,11 @@ class _Interval:
     drain: bool
     demand: bool
     open_now: bool
+
+
+def _lower(a: int | None, b: int | None) -> int | None:
+    """The lower of two limits (None: no limit)."""
+    return b if a is None else a if b is None else min(a, b)
 
 
 def _fmt(limit: int | None) -> str:
@@ -148,6 +158,8 @@ class AdaptivePolicy:
         self.a_idle = 0
         self.opened = False
         self._grace_why = "measured under the previous floors"
+        #: B's limits in the last interval A had demand and met its floor.
+        self._held_a: dict[str, GroupLimit] = {}
 
     def set_floors(self, floors: Mapping[str, float]) -> None:
         """New floors for the protected groups from the next step on.
@@ -166,6 +178,7 @@ class AdaptivePolicy:
         self._retargeted = True
         self._grace = True
         self._grace_why = "measured under the previous floors"
+        self._held_a = {}
         # A's new need is judged on X's budget first; the stretch is earned again (and a
         # withdrawal's catch-up and drain belong to the old floors).
         self._reset_stretch()
@@ -407,15 +420,39 @@ class AdaptivePolicy:
                           + ("" if iv.obs.group(g).stall_pct is None
                              else f" (stall {iv.obs.group(g).stall_pct:.0f} %)")
                           for g in self.targets.protected)
-        return State.WAKE, f"A's demand is back ({a_now}): its floor is reserved again"
+        return State.WAKE, (f"A's demand is back ({a_now}): its floor is reserved again (B "
+                            "no higher than when A last had its floor)")
+
+    def _a_met(self, obs: Observation) -> bool:
+        return all(obs.group(g).iops >= self._met_at(g, floor, obs.interval_s)
+                   for g, floor in self.targets.protected.items())
+
+    def _wake_limits(self, limits: dict[str, GroupLimit]) -> dict[str, GroupLimit]:
+        """X's budget for B, but no more than the limits under which A last had its floor
+        (where the device gives less than X's budget says -- a parallel device whose knee
+        estimate is high -- the wake-up does not have to find that again)."""
+        for g, lim in limits.items():
+            held = self._held_a.get(g)
+            if held is None:
+                continue
+            st = self.groups[g]
+            st.limit = GroupLimit(_lower(lim.riops, held.riops), _lower(lim.wiops, held.wiops))
+            limits[g] = st.limit
+        return limits
 
     # -- the decision ------------------------------------------------------------------
     def _finish(self, iv: _Interval, state: State, why: str) -> Decision:
+        if iv.demand and state not in (State.WAKE, State.PROTECT) and self._a_met(iv.obs):
+            # The limits this interval ran under kept A at its floor: a wake-up goes no
+            # higher than these.
+            self._held_a = {g: st.limit for g, st in self.groups.items()}
         jump, self._retargeted = self._retargeted, False
         limits, warnings, budget_why = self._limits(iv.obs, iv.cr, iv.cw,
                                                     force=state in (State.PROTECT, State.WAKE),
                                                     jump=jump,
                                                     dither=state in (State.HOLD, State.RECOVER))
+        if state is State.WAKE:
+            limits = self._wake_limits(limits)
         if self.stretch > 1.0 and state != State.STRETCH:
             budget_why += f", stretched x{self.stretch:.2f} (A at its floor)"
         if jump and state != State.WAKE:
@@ -450,7 +487,7 @@ class AdaptivePolicy:
             costs = self._costs()
             use = go.r_iops * costs[0] + go.w_iops * costs[1] if costs else 0.0
             st.busy = _ewma(st.busy, use, p.ewma_alpha)
-            self._learn_mix(st, go, costs)
+            learn_mix(st, go, costs, p)
         for g in self.targets.protected:
             go = obs.group(g)
             if go.iops > 0:
@@ -475,49 +512,6 @@ class AdaptivePolicy:
                     self.regime_count = 0
             else:
                 self.regime_count = 0
-
-    def _learn_mix(self, st: _GroupState, go: GroupObservation,
-                   costs: tuple[float, float] | None) -> None:
-        """Move a group's read share (of its busy allowance) toward what it needs.
-
-        A direction at its limit (>= 95 %) while the other has clear slack (<= 80 % used)
-        for ``recover_after`` intervals in a row gains ``mix_step`` of the share — but the
-        slack direction keeps 125 % of what it used, so the move cannot overshoot into
-        pinning it. Otherwise the share follows the observed mix (EWMA). The two thresholds
-        and the persistence are the hysteresis that keeps a demand sitting right at a limit
-        from flipping the split every interval.
-        """
-        p = self.params
-        lim = st.limit
-        if go.iops <= 0:
-            return
-        share = st.read_share
-        if share is None:
-            st.read_share = _clamp(_read_share(go), p.min_share, 1 - p.min_share)
-            return
-        r_pin = lim.riops is not None and go.r_iops >= 0.95 * lim.riops
-        w_pin = lim.wiops is not None and go.w_iops >= 0.95 * lim.wiops
-        r_slack = (lim.riops is not None and go.r_iops <= 0.8 * lim.riops
-                   and st.raised != "r")
-        w_slack = (lim.wiops is not None and go.w_iops <= 0.8 * lim.wiops
-                   and st.raised != "w")
-        side = 1 if (r_pin and w_slack) else -1 if (w_pin and r_slack) else 0
-        st.pinned = st.pinned + side if side and st.pinned * side >= 0 else side
-        if side and abs(st.pinned) >= p.recover_after and costs is not None \
-                and lim.riops is not None and lim.wiops is not None:
-            cr, cw = costs
-            allowance = lim.riops * cr + lim.wiops * cw
-            if side > 0:  # reads want more; writes keep 125 % of their use
-                keep = 1.25 * go.w_iops * cw / allowance if allowance > 0 else 0.0
-                share = min(share + p.mix_step, 1 - keep) if 1 - keep > share else share
-            else:
-                keep = 1.25 * go.r_iops * cr / allowance if allowance > 0 else 0.0
-                share = max(share - p.mix_step, keep) if keep < share else share
-        elif not side and not (r_pin and w_pin):
-            # Both at their limits: the observed mix is the limits' own ratio and says
-            # nothing about demand (following it would ratchet the split through rounding).
-            share = _ewma(share, _read_share(go), p.ewma_alpha)
-        st.read_share = _clamp(share, p.min_share, 1 - p.min_share)
 
     def _costs(self) -> tuple[float, float] | None:
         return self.lat.costs() if self.parallel else self.util_costs.costs()

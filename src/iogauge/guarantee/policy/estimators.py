@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from iogauge.guarantee.policy.budget import _clamp, _ewma, _read_share
 from iogauge.guarantee.policy.params import AdaptiveParams
-from iogauge.guarantee.policy.types import UNLIMITED, GroupLimit
+from iogauge.guarantee.policy.types import UNLIMITED, GroupLimit, GroupObservation
 
 
 class _UtilCosts:
@@ -120,3 +121,44 @@ class _GroupState:
     carry_w: float = 0.0
 
 
+def learn_mix(st: _GroupState, go: GroupObservation, costs: tuple[float, float] | None,
+              p: AdaptiveParams) -> None:
+    """Move a group's read share (of its busy allowance) toward what it needs.
+
+    A direction at its limit (>= 95 %) while the other has clear slack (<= 80 % used)
+    for ``recover_after`` intervals in a row gains ``mix_step`` of the share — but the
+    slack direction keeps 125 % of what it used, so the move cannot overshoot into
+    pinning it. Otherwise the share follows the observed mix (EWMA). The two thresholds
+    and the persistence are the hysteresis that keeps a demand sitting right at a limit
+    from flipping the split every interval.
+    """
+    lim = st.limit
+    if go.iops <= 0:
+        return
+    share = st.read_share
+    if share is None:
+        st.read_share = _clamp(_read_share(go), p.min_share, 1 - p.min_share)
+        return
+    r_pin = lim.riops is not None and go.r_iops >= 0.95 * lim.riops
+    w_pin = lim.wiops is not None and go.w_iops >= 0.95 * lim.wiops
+    r_slack = (lim.riops is not None and go.r_iops <= 0.8 * lim.riops
+               and st.raised != "r")
+    w_slack = (lim.wiops is not None and go.w_iops <= 0.8 * lim.wiops
+               and st.raised != "w")
+    side = 1 if (r_pin and w_slack) else -1 if (w_pin and r_slack) else 0
+    st.pinned = st.pinned + side if side and st.pinned * side >= 0 else side
+    if side and abs(st.pinned) >= p.recover_after and costs is not None \
+            and lim.riops is not None and lim.wiops is not None:
+        cr, cw = costs
+        allowance = lim.riops * cr + lim.wiops * cw
+        if side > 0:  # reads want more; writes keep 125 % of their use
+            keep = 1.25 * go.w_iops * cw / allowance if allowance > 0 else 0.0
+            share = min(share + p.mix_step, 1 - keep) if 1 - keep > share else share
+        else:
+            keep = 1.25 * go.r_iops * cr / allowance if allowance > 0 else 0.0
+            share = max(share - p.mix_step, keep) if keep < share else share
+    elif not side and not (r_pin and w_pin):
+        # Both at their limits: the observed mix is the limits' own ratio and says
+        # nothing about demand (following it would ratchet the split through rounding).
+        share = _ewma(share, _read_share(go), p.ewma_alpha)
+    st.read_share = _clamp(share, p.min_share, 1 - p.min_share)
