@@ -109,10 +109,17 @@ class AdaptivePolicy:
     short interval per level found too high, and A's latency rises on a saturated spindle:
     ``stretch_step`` 0 keeps B to X.)
 
-    States: ``warmup``, ``hold`` (nothing to change), ``protect`` (A missed: B cut),
-    ``knee`` (congested: B trimmed), ``recover`` (target raised), ``probe`` (latency-mode
-    capacity raised), ``stretch`` (B's budget stretched past X), ``a-limited`` (A below
-    floor by its own doing), ``infeasible``.
+    7. **Idle A** (work conservation, unless ``reserve_idle``): after ``idle_after``
+       intervals with no demand from A, B's limits open (:meth:`_open`); A's first sign of
+       demand reserves its floor again at once (:meth:`_wake`), B no higher than X's budget
+       nor than the limits under which A last had its floor.
+
+    States (:class:`~iogauge.guarantee.policy.types.State`): ``warmup``, ``hold`` (nothing
+    to change), ``protect`` (A missed: B cut), ``knee`` (congested: B trimmed), ``recover``
+    (target raised), ``probe`` (latency-mode capacity raised), ``stretch`` (B's budget
+    stretched past X), ``a-limited`` (A below floor by its own doing), ``infeasible``,
+    ``open`` (A idle: B opening or open), ``wake`` (A back: floor reserved). :meth:`step`
+    hands each interval to one method per situation.
     """
 
     name = "adaptive"
