@@ -231,7 +231,8 @@ def _run(dev: str, cfg: IdleConfig, workdir: Path, say: Callable[[str], None]) -
     hier = CgroupV1(BLKIO_ROOT)
     res = IdleResult(cfg, dev)
     period = cfg.rest_s + cfg.burst_s
-    total_s = cfg.alone_s + cfg.idle_s + cfg.wakeups * period + 5.0
+    # B runs through both B-alone runs, the idle phase and the wake-ups (and a margin).
+    total_s = 2 * cfg.alone_s + cfg.idle_s + cfg.rest_s + cfg.wakeups * period + 10.0
     with contextlib.ExitStack() as stack:
         a_cg, b_cg = stack.enter_context(cgroup_pair(f"idle-{cfg.controller}"))
 
