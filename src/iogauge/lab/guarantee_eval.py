@@ -104,6 +104,7 @@ from iogauge.errors import IogaugeError
 from iogauge.guarantee.actuators import IO_KEYS, resolve_device
 from iogauge.guarantee.actuators.cgroup_v1 import CgroupV1
 from iogauge.guarantee.controller import KERNEL_LIMIT_GRID_IOPS
+from iogauge.guarantee.policy import GroupLimit
 from iogauge.lab.cgroup_rig import (
     BLKIO_ROOT,
     CGROUP_PREFIX,
@@ -135,14 +136,17 @@ from iogauge.lab.guarantee_schedule import (
     RunMetrics,
     Samples,
     ScaledPhase,
+    _static_limit,
     floor_met,
     grid_oracle_b_iops,
+    largest_good,
     oracle_b_iops,
     phase_of,
     run_metrics,
     scale_schedule,
     settle_index,
     split_rate,
+    static_limit_candidates,
 )
 from iogauge.lab.workloads import SEED004_WORKLOADS, seed004
 
@@ -277,25 +281,27 @@ class RunResult:
     loadavg: tuple[float, float] = (math.nan, math.nan)
 
 
-def _static_limit(phases: Sequence[ScaledPhase], cap1_iops: float, b_read_share: float,
-                  x: float) -> tuple[int, int]:
-    """B's fixed limit: ``x·C1 - a1`` IOPS split by B's read share, placed on the kernel's
-    grid as the controller places its own (:func:`iogauge.guarantee.policy.grid_targets`),
-    at least 1 per direction."""
-    b = max(2.0, x * cap1_iops - phases[0].a_floor_iops)
-    return _grid_limit(b, b_read_share)
+@dataclass(frozen=True)
+class _Reading:
+    """Counters at one instant: A's and B's I/Os, the device's (reads, writes, io_ticks
+    ms), the monotonic time."""
 
+    a_ios: int
+    b_ios: int
+    stat: tuple[int, int, int]
+    t: float
 
-def _grid_limit(b_iops: float, b_read_share: float,
-                grid: int = KERNEL_LIMIT_GRID_IOPS) -> tuple[int, int]:
-    """A static limit of ``b_iops`` on B split by its read share and placed on the kernel's
-    grid as the controllers place theirs (:func:`iogauge.guarantee.policy.grid_targets`),
-    at least 1 per direction."""
-    from iogauge.guarantee.policy import Targets, grid_targets  # noqa: PLC0415
-
-    t = Targets({"A": 1.0}, ("B",), limit_grid_iops=grid)
-    r, w = grid_targets(t, b_iops * b_read_share, b_iops * (1 - b_read_share))
-    return max(1, math.floor(r + 1e-9)), max(1, math.floor(w + 1e-9))
+    def append(self, s: Samples, prev: _Reading, t0: float, lim: GroupLimit) -> None:
+        """The interval from ``prev`` to this reading as one sample (B's limit ``lim``)."""
+        dt = self.t - prev.t
+        s.t_end_s.append(self.t - t0)
+        s.dt_s.append(dt)
+        s.a_ios.append(float(self.a_ios - prev.a_ios))
+        s.b_ios.append(float(self.b_ios - prev.b_ios))
+        s.dev_iops.append((self.stat[0] + self.stat[1] - prev.stat[0] - prev.stat[1]) / dt)
+        s.util_pct.append(min(100.0, (self.stat[2] - prev.stat[2]) / (dt * 10.0)))
+        s.b_riops.append(math.nan if lim.riops is None else float(lim.riops))
+        s.b_wiops.append(math.nan if lim.wiops is None else float(lim.wiops))
 
 
 def run_once(dev: str, device_bytes: int, ev: Evaluation, phases: Sequence[ScaledPhase],
@@ -345,10 +351,8 @@ def run_once(dev: str, device_bytes: int, ev: Evaluation, phases: Sequence[Scale
         if ctl is not None:
             ctl.start()
             stack.callback(ctl.stop)  # restores the limits before fio and cgroups go
-        prev_a = sum(hier.read_counts(a_cg, devnum))
-        prev_b = sum(hier.read_counts(b_cg, devnum))
-        prev_stat = read_stat(name)
-        prev_t = t0
+        prev = _Reading(sum(hier.read_counts(a_cg, devnum)),
+                        sum(hier.read_counts(b_cg, devnum)), read_stat(name), t0)
         next_phase = 1
         k = 0
         while True:
@@ -364,22 +368,11 @@ def run_once(dev: str, device_bytes: int, ev: Evaluation, phases: Sequence[Scale
                     ctl.set_floor(phases[next_phase].a_floor_iops)
                 next_phase += 1
             time.sleep(max(0.0, deadline - time.monotonic()))
-            a_now = sum(hier.read_counts(a_cg, devnum))
-            b_now = sum(hier.read_counts(b_cg, devnum))
-            stat = read_stat(name)
-            now = time.monotonic()
-            lim = hier.read_limit(b_cg, devnum)
-            dt = now - prev_t
-            s = res.samples
-            s.t_end_s.append(now - t0)
-            s.dt_s.append(dt)
-            s.a_ios.append(float(a_now - prev_a))
-            s.b_ios.append(float(b_now - prev_b))
-            s.dev_iops.append((stat[0] + stat[1] - prev_stat[0] - prev_stat[1]) / dt)
-            s.util_pct.append(min(100.0, (stat[2] - prev_stat[2]) / (dt * 10.0)))
-            s.b_riops.append(math.nan if lim.riops is None else float(lim.riops))
-            s.b_wiops.append(math.nan if lim.wiops is None else float(lim.wiops))
-            prev_a, prev_b, prev_stat, prev_t = a_now, b_now, stat, now
+            cur = _Reading(sum(hier.read_counts(a_cg, devnum)),
+                           sum(hier.read_counts(b_cg, devnum)), read_stat(name),
+                           time.monotonic())
+            cur.append(res.samples, prev, t0, hier.read_limit(b_cg, devnum))
+            prev = cur
             fio_a.check()
             fio_b.check()
             if ctl is not None:
@@ -465,62 +458,6 @@ def calibrate_phases(dev: str, device_bytes: int, ev: Evaluation,
             orc if orc >= p.b_demand_iops else
             grid_oracle_b_iops(orc, b_share, KERNEL_LIMIT_GRID_IOPS))
     return [cals[(p.a_floor_iops, p.b_demand_iops)] for p in phases]
-
-
-def static_limit_candidates(b_demand_iops: int, read_share: float,
-                            grid: int = KERNEL_LIMIT_GRID_IOPS,
-                            ) -> list[tuple[tuple[int, int] | None, float]]:
-    """Every static limit worth trying on B, as (limit, the IOPS B keeps under it), fewer
-    first: one limit per distinct enforced rate, each placed on the kernel's grid as the
-    controllers place theirs, then ``None`` (no limit: B's whole demand).
-
-    B keeps its mix m under a limit (its reads and writes are paced together), so it gets
-    ``min(demand, R/m, W/(1-m))`` with R, W the rates the kernel enforces.
-
-    >>> [(lim, round(b, 1)) for lim, b in static_limit_candidates(45, 0.5)][:4]
-    [((1, 1), 2.0), ((2, 2), 4.0), ((3, 3), 6.0), ((4, 4), 8.0)]
-    >>> [(lim, round(b, 1)) for lim, b in static_limit_candidates(45, 0.5)][-3:]
-    [((10, 10), 20.0), ((20, 20), 40.0), (None, 45.0)]
-    """
-    from iogauge.guarantee.policy import Targets  # noqa: PLC0415
-
-    on_grid = Targets({"A": 1.0}, ("B",), limit_grid_iops=grid).on_grid
-    out: list[tuple[tuple[int, int] | None, float]] = []
-    seen: set[float] = set()
-    for total in range(2, b_demand_iops):
-        lim = _grid_limit(total, read_share, grid)
-        keeps = min(float(b_demand_iops),
-                    on_grid(lim[0]) / read_share if read_share > 0 else math.inf,
-                    on_grid(lim[1]) / (1 - read_share) if read_share < 1 else math.inf)
-        key = round(keeps, 6)
-        if key in seen or keeps >= b_demand_iops:
-            continue
-        seen.add(key)
-        out.append((lim, keeps))
-    out.sort(key=lambda c: c[1])
-    out.append((None, float(b_demand_iops)))
-    return out
-
-
-def largest_good(n: int, good: Callable[[int], bool], *, start: int = 0) -> int:
-    """The largest i in 0..n-1 with ``good(i)``, for a ``good`` that holds up to some index
-    and fails above it (-1: none), trying ``start`` first and then bisecting.
-
-    >>> tried = []
-    >>> largest_good(13, lambda i: tried.append(i) or i <= 9, start=8), tried
-    (9, [8, 10, 9])
-    >>> largest_good(4, lambda i: False, start=3), largest_good(4, lambda i: True, start=1)
-    (-1, 3)
-    """
-    lo, hi = -1, n  # largest known good, smallest known bad
-    i = min(max(start, 0), n - 1)
-    while hi - lo > 1:
-        if good(i):
-            lo = i
-        else:
-            hi = i
-        i = (lo + hi) // 2  # strictly between lo and hi while they are 2 or more apart
-    return lo
 
 
 def search_static_oracle(dev: str, device_bytes: int, ev: Evaluation, phase: ScaledPhase,

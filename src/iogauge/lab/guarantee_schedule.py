@@ -8,12 +8,14 @@ convergence rule, the oracle bounds and the per-run metrics -- every definition 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Literal
 
 import numpy as np
 import numpy.typing as npt
+
+from iogauge.guarantee.controller import KERNEL_LIMIT_GRID_IOPS
 
 ControllerName = Literal["paper", "adaptive", "static", "no-control"]
 CONTROLLERS: tuple[ControllerName, ...] = ("paper", "adaptive", "static", "no-control")
@@ -376,6 +378,85 @@ def run_metrics(s: Samples, phases: Sequence[ScaledPhase], oracle: Sequence[floa
 
 
 
+# ---- static limits ------------------------------------------------------------------------
+
+def _static_limit(phases: Sequence[ScaledPhase], cap1_iops: float, b_read_share: float,
+                  x: float) -> tuple[int, int]:
+    """B's fixed limit: ``x·C1 - a1`` IOPS split by B's read share, placed on the kernel's
+    grid as the controller places its own (:func:`iogauge.guarantee.policy.grid_targets`),
+    at least 1 per direction."""
+    b = max(2.0, x * cap1_iops - phases[0].a_floor_iops)
+    return _grid_limit(b, b_read_share)
+
+
+def _grid_limit(b_iops: float, b_read_share: float,
+                grid: int = KERNEL_LIMIT_GRID_IOPS) -> tuple[int, int]:
+    """A static limit of ``b_iops`` on B split by its read share and placed on the kernel's
+    grid as the controllers place theirs (:func:`iogauge.guarantee.policy.grid_targets`),
+    at least 1 per direction."""
+    from iogauge.guarantee.policy import Targets, grid_targets  # noqa: PLC0415
+
+    t = Targets({"A": 1.0}, ("B",), limit_grid_iops=grid)
+    r, w = grid_targets(t, b_iops * b_read_share, b_iops * (1 - b_read_share))
+    return max(1, math.floor(r + 1e-9)), max(1, math.floor(w + 1e-9))
+
+
+def static_limit_candidates(b_demand_iops: int, read_share: float,
+                            grid: int = KERNEL_LIMIT_GRID_IOPS,
+                            ) -> list[tuple[tuple[int, int] | None, float]]:
+    """Every static limit worth trying on B, as (limit, the IOPS B keeps under it), fewer
+    first: one limit per distinct enforced rate, each placed on the kernel's grid as the
+    controllers place theirs, then ``None`` (no limit: B's whole demand).
+
+    B keeps its mix m under a limit (its reads and writes are paced together), so it gets
+    ``min(demand, R/m, W/(1-m))`` with R, W the rates the kernel enforces.
+
+    >>> [(lim, round(b, 1)) for lim, b in static_limit_candidates(45, 0.5)][:4]
+    [((1, 1), 2.0), ((2, 2), 4.0), ((3, 3), 6.0), ((4, 4), 8.0)]
+    >>> [(lim, round(b, 1)) for lim, b in static_limit_candidates(45, 0.5)][-3:]
+    [((10, 10), 20.0), ((20, 20), 40.0), (None, 45.0)]
+    """
+    from iogauge.guarantee.policy import Targets  # noqa: PLC0415
+
+    on_grid = Targets({"A": 1.0}, ("B",), limit_grid_iops=grid).on_grid
+    out: list[tuple[tuple[int, int] | None, float]] = []
+    seen: set[float] = set()
+    for total in range(2, b_demand_iops):
+        lim = _grid_limit(total, read_share, grid)
+        keeps = min(float(b_demand_iops),
+                    on_grid(lim[0]) / read_share if read_share > 0 else math.inf,
+                    on_grid(lim[1]) / (1 - read_share) if read_share < 1 else math.inf)
+        key = round(keeps, 6)
+        if key in seen or keeps >= b_demand_iops:
+            continue
+        seen.add(key)
+        out.append((lim, keeps))
+    out.sort(key=lambda c: c[1])
+    out.append((None, float(b_demand_iops)))
+    return out
+
+
+def largest_good(n: int, good: Callable[[int], bool], *, start: int = 0) -> int:
+    """The largest i in 0..n-1 with ``good(i)``, for a ``good`` that holds up to some index
+    and fails above it (-1: none), trying ``start`` first and then bisecting.
+
+    >>> tried = []
+    >>> largest_good(13, lambda i: tried.append(i) or i <= 9, start=8), tried
+    (9, [8, 10, 9])
+    >>> largest_good(4, lambda i: False, start=3), largest_good(4, lambda i: True, start=1)
+    (-1, 3)
+    """
+    lo, hi = -1, n  # largest known good, smallest known bad
+    i = min(max(start, 0), n - 1)
+    while hi - lo > 1:
+        if good(i):
+            lo = i
+        else:
+            hi = i
+        i = (lo + hi) // 2  # strictly between lo and hi while they are 2 or more apart
+    return lo
+
+
 __all__ = [
     "A_MET_GOAL",
     "B_ORACLE_GOAL",
@@ -392,10 +473,12 @@ __all__ = [
     "ScaledPhase",
     "floor_met",
     "grid_oracle_b_iops",
+    "largest_good",
     "oracle_b_iops",
     "phase_of",
     "run_metrics",
     "scale_schedule",
     "settle_index",
     "split_rate",
+    "static_limit_candidates",
 ]
