@@ -13,7 +13,8 @@ cgroup v1 blkio groups (:mod:`iogauge.lab.cgroup_rig`):
    A does no I/O for ``idle_s``. B's IOPS over that whole time (controller warm-up and
    opening included) against B alone is **B's share while A is idle** (goal >= 90 %).
 3. **Wake-ups**: A wakes ``wakeups`` times, each a burst of ``burst_s`` at its floor
-   (4 KiB random reads on the first half, fio ``rate_iops`` = floor) after ``rest_s`` idle.
+   (4 KiB random reads on the first half, fio ``rate_iops`` = floor with ``a_depth`` in
+   flight) after ``rest_s`` idle.
    A's **time to floor** for a burst is the first offset tau (at ``watch_s`` steps) from
    the burst's start such that in ``[start + tau, start + tau + window_s]`` A completed at
    least ``ceil(0.95 x floor x window_s) - 1`` I/Os (one I/O may land either side of the
@@ -71,7 +72,12 @@ class IdleConfig:
         window_s: the window A's floor is judged over; watch_s: sampling of the counters.
         interval_s, sample_s: the controller's decision interval and its look at A's
             counters while B is open.
-        depth: B's I/Os in flight (A's: 4, so fio can catch up a late start).
+        depth: B's I/Os in flight.
+        a_depth: A's I/Os in flight, enough for its rate to be its floor whatever the
+            latency (its offered load, not its queue, is what is asked for): cgroup v1 has
+            no PSI, so a shallow A that its own latency holds below its floor shows the
+            controller no demand (on the lab ssd, 4 in flight at ~1 ms gave ~2,700 of a
+            3,935 floor with the device "healthy").
     """
 
     model: str = "hdd"
@@ -90,6 +96,7 @@ class IdleConfig:
     interval_s: float = 1.0
     sample_s: float = 0.2
     depth: int = 8
+    a_depth: int = 32
     backing_dir: str = "/var/tmp"  # noqa: S108 (the lab makes a fresh mkdtemp dir in it)
 
     def __post_init__(self) -> None:
@@ -205,7 +212,7 @@ def _fio_jobs(dev: str, cfg: IdleConfig, b_runtime_s: float, floor: int) -> tupl
                 f"runtime={b_runtime_s:g}\n")
     period = cfg.rest_s + cfg.burst_s
     a = head + "".join(
-        f"\n[a{k}]\noffset=0\nsize=50%\niodepth=4\nrate_iops={floor}\n"
+        f"\n[a{k}]\noffset=0\nsize=50%\niodepth={cfg.a_depth}\nrate_iops={floor}\n"
         f"startdelay={k * period:g}\nruntime={cfg.burst_s:g}\n"
         for k in range(cfg.wakeups))
     return b, a
