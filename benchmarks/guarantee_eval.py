@@ -1,11 +1,11 @@
-"""Seed 004's three IOPS-guarantee evaluations on the emulated HDD, four controllers each.
+"""[Oe]'s three IOPS-guarantee evaluations on the emulated HDD, four controllers each.
 
 Runs, on the lab's emulated 7,200 rpm disk (a real loop block device over a FUSE file) with
 fio in two real cgroup v1 blkio groups (A on the device's first quarter, B on its last), the
 paper's evaluations 1-3 (Tables 3-6: file share vs backup, file share vs file share, backup
 vs backup; A's floor stepping up then down while B keeps loading), time-compressed, for:
 
-* ``paper``     -- iogauge's controller with seed 004's policy (§4 exactly, X from 95 %);
+* ``paper``     -- iogauge's controller with [Oe]'s policy (§4 exactly, X from 95 %);
 * ``adaptive``  -- iogauge's controller with its default policy;
 * ``static``    -- B limited once to 90 % of phase 1's calibrated capacity minus A's floor,
                    never changed (a limit hand-tuned for the first phase);
@@ -28,6 +28,14 @@ Usage (root; the cgroup v1 blkio hierarchy with throttling, fio, fuse3)::
     sudo .venv/bin/python benchmarks/guarantee_eval.py --quick         # ~9 min smoke check
     sudo .venv/bin/python benchmarks/guarantee_eval.py --quick --evals 3 --controllers adaptive
     sudo .venv/bin/python benchmarks/guarantee_eval.py --seconds-per-minute 8 --json out.json
+
+With ``--work-conservation`` it runs instead, per ``--models`` device and per controller
+(``adaptive``, ``reserve-idle``, ``paper``), :mod:`iogauge.lab.idle_eval`: B alone, then A
+idle for 60 s under the controller (B's share of B alone, goal >= 90 %), then A waking 10
+times with a burst at its floor (time to >= 95 % of the floor, goals: median <= 2 s, worst
+<= 4 s)::
+
+    sudo .venv/bin/python benchmarks/guarantee_eval.py --work-conservation --models hdd,ssd
 
 Ctrl-C (or SIGTERM) stops it cleanly: the controller restores its limits, fio is killed, the
 cgroups are removed and the emulated device is destroyed.
@@ -59,6 +67,8 @@ from iogauge.lab.guarantee_eval import (
     results_table,
     run_evaluations,
 )
+from iogauge.lab.idle_eval import IDLE_CONTROLLERS, IdleConfig, IdleResult, run_idle
+from iogauge.lab.idle_eval import results_table as idle_results_table
 
 
 def _parse_list(text: str, allowed: tuple[str, ...], what: str) -> tuple[str, ...]:
@@ -115,7 +125,7 @@ def _verdicts(res: EvalResult) -> list[str]:
     return out
 
 
-def main() -> int:
+def _parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true",
                     help=f"smoke check: {QUICK.seconds_per_minute:g} s per paper minute, "
@@ -140,7 +150,27 @@ def main() -> int:
                     help="also print the tables as Markdown (for docs/guarantee.md)")
     ap.add_argument("--check", action="store_true",
                     help="exit 1 if the adaptive policy misses one of the issue's goals")
+    ap.add_argument("--work-conservation", action="store_true",
+                    help="run the A-idle / A-wake-up evaluation instead (iogauge.lab.idle_eval)")
+    ap.add_argument("--models", default="hdd,ssd",
+                    help="--work-conservation: device models (default hdd,ssd; the ssd runs "
+                    "the latency method)")
+    ap.add_argument("--idle-controllers", default=",".join(IDLE_CONTROLLERS),
+                    help=f"--work-conservation: controllers (default "
+                    f"{','.join(IDLE_CONTROLLERS)})")
+    ap.add_argument("--idle-s", type=float, default=60.0,
+                    help="--work-conservation: seconds A stays idle (default 60)")
+    ap.add_argument("--wakeups", type=int, default=10,
+                    help="--work-conservation: A's bursts at its floor (default 10)")
+    return ap
+
+
+def main() -> int:
+    ap = _parser()
     args = ap.parse_args()
+    if args.work_conservation:
+        signal.signal(signal.SIGTERM, _raise_interrupt)
+        return _work_conservation(args)
     try:
         evals = tuple(int(x) for x in _parse_list(args.evals, ("1", "2", "3"), "--evals"))
         ctls = _parse_list(args.controllers, CONTROLLERS, "--controllers")
@@ -158,14 +188,10 @@ def main() -> int:
     t0 = time.monotonic()
     try:
         res = run_evaluations_cli(cfg)
-    except KeyboardInterrupt:
-        _say("interrupted: everything created was removed")
-        return 130
-    except IogaugeError as exc:
-        _say(f"error: {exc}")
-        return 2
+    except (KeyboardInterrupt, IogaugeError) as exc:
+        return _stopped(exc)
     print()
-    print(f"seed 004 evaluations on {res.device['path']} ({res.config.model}, "
+    print(f"[Oe] evaluations on {res.device['path']} ({res.config.model}, "
           f"{res.device['size_bytes'] / 1e12:.3g} TB), {res.config.seconds_per_minute:g} s per "
           f"paper minute, {res.config.interval_s:g} s intervals, "
           f"{(time.monotonic() - t0) / 60:.1f} min")
@@ -190,10 +216,60 @@ def main() -> int:
     return 1 if args.check and missed else 0
 
 
+def _stopped(exc: BaseException) -> int:
+    """Exit status (and a line) for a run stopped by Ctrl-C/SIGTERM or an error."""
+    if isinstance(exc, KeyboardInterrupt):
+        _say("interrupted: everything created was removed")
+        return 130
+    _say(f"error: {exc}")
+    return 2
+
+
+def _work_conservation(args: argparse.Namespace) -> int:
+    """Every model x controller of :mod:`iogauge.lab.idle_eval`, one device per model."""
+    import contextlib
+
+    from iogauge.lab.device import create_device
+
+    models = [m.strip() for m in args.models.split(",") if m.strip()]
+    ctls = _parse_list(args.idle_controllers, IDLE_CONTROLLERS, "--idle-controllers")
+    results: list[IdleResult] = []
+    t0 = time.monotonic()
+    try:
+        for model in models:
+            with contextlib.ExitStack() as stack:
+                _say(f"creating the emulated device (model {model})")
+                dev = stack.enter_context(create_device(model, None,
+                                                        backing_dir=args.backing_dir))
+                for ctl in ctls:
+                    cfg = IdleConfig(model=model, controller=ctl,  # type: ignore[arg-type]
+                                     capacity_model="latency" if model == "ssd" else "auto",
+                                     idle_s=args.idle_s, wakeups=args.wakeups,
+                                     interval_s=args.interval, backing_dir=args.backing_dir)
+                    results.append(run_idle(cfg, dev=dev, say=_say))
+                    for v in results[-1].verdicts():
+                        _say(f"  {model} {ctl}: {v}")
+    except (KeyboardInterrupt, IogaugeError) as exc:
+        return _stopped(exc)
+    print(f"\nwork conservation: A idle {args.idle_s:g} s, then {args.wakeups} wake-ups; "
+          f"{(time.monotonic() - t0) / 60:.1f} min")
+    print(idle_results_table(results))
+    for r in results:
+        for v in r.verdicts():
+            print(f"{r.config.model} {r.config.controller}: {v}")
+    if str(args.json) != "-":
+        args.json.write_text(json.dumps(_clean([r.to_dict() for r in results]), indent=1)
+                             + "\n")
+        print(f"\nresults written to {args.json}")
+    missed = any("MISSES" in v for r in results if r.config.controller == "adaptive"
+                 for v in r.verdicts())
+    return 1 if args.check and missed else 0
+
+
 def _clean(o: object) -> object:
     """JSON without NaN (null instead: strict JSON has no NaN) and with paths as text."""
     if isinstance(o, float):
-        return None if math.isnan(o) else o
+        return None if math.isnan(o) or math.isinf(o) else o
     if isinstance(o, dict):
         return {str(k): _clean(v) for k, v in o.items()}
     if isinstance(o, list | tuple):

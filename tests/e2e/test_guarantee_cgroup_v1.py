@@ -317,7 +317,7 @@ def _remove_cgroup_v2(cg: Path) -> None:
         time.sleep(0.1)
 
 
-def test_seed004_evaluation_3_quick_with_the_adaptive_policy() -> None:
+def test_oe_evaluation_3_quick_with_the_adaptive_policy() -> None:
     """benchmarks/guarantee_eval.py --quick --evals 3 --controllers adaptive, in-process: the
     controller keeps A at its floor on the emulated HDD once converged, and nothing it
     created (cgroups, limits, the device) outlives the run."""

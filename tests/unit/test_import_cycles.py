@@ -14,8 +14,6 @@ import ast
 import pkgutil
 from pathlib import Path
 
-import pytest
-
 import iogauge
 
 PKG_DIR = Path(iogauge.__file__).parent
@@ -134,24 +132,6 @@ def test_the_walk_sees_the_known_imports() -> None:
     assert _cycles({"a": {"b"}, "b": set()}) == []
 
 
-#: Modules owned by the issue-42 branch this session, whose cycles are left to it:
-#: lab.experiments <-> lab.paper_eval (removed there) and guarantee.actuators' package module
-#: <-> its cgroup_v1/v2 submodules (a deferred import in the package's __init__).
-OTHER_BRANCH = ("iogauge.lab.experiments", "iogauge.lab.paper_eval", "iogauge.guarantee.")
-
-
-def _in_other_branch(cycle: list[str]) -> bool:
-    return all(m.startswith(OTHER_BRANCH) for m in cycle)
-
-
-def test_no_import_cycle_outside_the_modules_other_branches_rework() -> None:
-    cycles = [c for c in _cycles(_graph()) if not _in_other_branch(c)]
-    assert cycles == [], "import cycles: " + "; ".join(" <-> ".join(c) for c in cycles)
-
-
-@pytest.mark.xfail(any(_in_other_branch(c) for c in _cycles(_graph())), strict=False,
-                   reason="lab.experiments <-> lab.paper_eval (removed in the issue-42 branch) and "
-                          "guarantee.actuators <-> its submodules (guarantee/, issue 42's)")
 def test_no_import_cycle() -> None:
     cycles = _cycles(_graph())
     assert cycles == [], "import cycles: " + "; ".join(" <-> ".join(c) for c in cycles)

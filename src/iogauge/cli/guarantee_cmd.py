@@ -8,6 +8,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import signal
 import threading
@@ -116,6 +117,15 @@ def guarantee(
                                              "the device."),
     no_record: bool = typer.Option(False, "--no-record", help="Do not write decisions to "
                                    "the store."),
+    reserve_idle: bool = typer.Option(False, "--reserve-idle", help="Keep A's floor "
+                                      "reserved while A does no I/O ([Oe] §4's reservation). "
+                                      "Default: while A is idle B may use the device, and "
+                                      "A's floor is reserved again as soon as A's I/O "
+                                      "returns."),
+    sample_interval: float | None = typer.Option(None, "--sample-interval", min=0.05,
+                                                 help="Seconds between looks at A's I/O "
+                                                 "while A is idle and B open (default 0.2): "
+                                                 "A's wake-up is acted on this fast."),
     procfs_root: Path = typer.Option(Path("/proc"), hidden=True),
     sysfs_root: Path = typer.Option(Path("/sys"), hidden=True),
     mounts_file: Path = typer.Option(Path("/proc/self/mounts"), hidden=True),
@@ -153,6 +163,7 @@ def guarantee(
             "duration_s": duration, "b_min_iops": b_min, "capacity_model": capacity_model,
             "capacity_iops": capacity_iops, "on_infeasible": on_infeasible,
             "record": False if no_record else None,
+            "reserve_idle": reserve_idle or None, "sample_s": sample_interval,
         })
         reload: Callable[[], Mapping[str, float]] | None = None
         if config is not None:
@@ -220,10 +231,14 @@ def show(
     Example: `iogauge guarantee show --db /var/lib/iogauge/guarantee.duckdb --last 20`
 
     Columns: time, %util, device IOPS, A's IOPS against its floor, B's IOPS,
-    busy_per_iops, X, B's read/write limits, state, and whether A missed.
+    busy_per_iops, X, B's read/write limits, state, and whether A missed. Then
+    what the floor cost: B's IOPS while A was idle against B alone, the IOPS
+    A's floor held back but A did not use, and each A wake-up with its time to
+    floor (with --json: {"figures": ...} on stderr).
     """
     from rich.table import Table
 
+    from iogauge.guarantee.figures import guarantee_figures
     from iogauge.store.duckdb_store import Store, default_db_path
 
     with user_errors():
@@ -239,10 +254,14 @@ def show(
         if df.height == 0:
             raise GuaranteeError(f"no decisions of run {run_id!r} in {path}; runs: "
                                  f"{', '.join(frame.df['run_id'].unique().sort().to_list())}")
+        figures = guarantee_figures(frame.df, run_id)
         if as_json:
             for rec in df.drop("groups_json").to_dicts():
                 rec["ts"] = rec["ts"].isoformat()
                 out.print(json.dumps(rec), markup=False, highlight=False)
+            # The figures go to stderr: stdout stays one decision per line.
+            err.print(json.dumps({"figures": dataclasses.asdict(figures)}, default=str),
+                      markup=False, highlight=False)
             return
         table = Table(title=f"run {run_id} on {df['device'][0]} ({df['policy'][0]}, "
                       f"{df['actuator'][0]})")
@@ -259,6 +278,8 @@ def show(
                           num(r["b_riops_limit"], "d"), num(r["b_wiops_limit"], "d"),
                           r["state"], "yes" if r["a_miss"] else "")
         out.print(table)
+        for line in figures.lines():
+            out.print(line, markup=False, highlight=False)
 
 
 __all__ = ["guarantee_app"]

@@ -13,7 +13,7 @@ from iogauge.cli.defaults import LAB_EXPERIMENTS, LAB_VARIANT_NAMES
 
 if TYPE_CHECKING:
     # imported when the command runs: the experiments pull in the simulator, polars and numpy
-    from iogauge.lab import paper_eval
+    from iogauge.lab import paper_eval, paper_eval_device
     from iogauge.lab.experiments import Sec3Config
 
 #: Device mode runs in real time: shorter runs and 5-s sampling keep a sweep to hours, not
@@ -50,8 +50,8 @@ def _sec3_config(sim: bool, profile: str | None, seed: int | None, quick: bool,
 
 def _eval_config(name: str, sim: bool, profile: str | None, seed: int | None, quick: bool,
                  jobs: int, variants: list[str], scale: bool, sec3_only: list[str],
-                 ) -> paper_eval.PaperEvalConfig | paper_eval.DeviceEvalConfig:
-    from iogauge.lab import paper_eval
+                 ) -> paper_eval.PaperEvalConfig | paper_eval_device.DeviceEvalConfig:
+    from iogauge.lab import paper_eval, paper_eval_device
     from iogauge.lab.experiments import ExperimentError
 
     if sec3_only:
@@ -61,7 +61,7 @@ def _eval_config(name: str, sim: bool, profile: str | None, seed: int | None, qu
             raise ExperimentError(f"{name} --device runs the device harness's controllers "
                                   "(paper, adaptive) with its own scaling; --variant, --seed "
                                   "and --no-scale are for --sim")
-        return paper_eval.DeviceEvalConfig(model=profile, quick=quick)
+        return paper_eval_device.DeviceEvalConfig(model=profile, quick=quick)
     base = paper_eval.QUICK if quick else paper_eval.PaperEvalConfig()
     changes: dict[str, object] = {"jobs": jobs, "scale": scale}
     if profile:
@@ -140,7 +140,7 @@ def reproduce(
 def _config(name: str, sim: bool, profile: str | None, seed: int | None, quick: bool,
             point_seconds: float | None, jobs: int, workloads: list[str],
             placements: list[str], variants: list[str], scale: bool
-            ) -> Sec3Config | paper_eval.PaperEvalConfig | paper_eval.DeviceEvalConfig:
+            ) -> Sec3Config | paper_eval.PaperEvalConfig | paper_eval_device.DeviceEvalConfig:
     """The experiment's configuration from the options; options of the other experiment
     are refused by name."""
     from iogauge.lab import paper_eval

@@ -1,9 +1,9 @@
 """IOPS guarantee: keep a protected cgroup's IOPS above a floor by throttling the others.
 
-Seed 004 (DESIGN.md §5.5) done with the kernel's own throttles. The parts, each testable on
+[Oe]'s guarantee done with the kernel's own throttles. The parts, each testable on
 its own:
 
-* :mod:`~iogauge.guarantee.policy` — pure decisions (``paper`` = seed 004 §4 exactly,
+* :mod:`~iogauge.guarantee.policy` — pure decisions (``paper`` = [Oe] §4 exactly,
   ``adaptive`` = ours); driven identically by the live controller and the lab simulator.
 * :mod:`~iogauge.guarantee.monitor` — device counters (the collector) + per-cgroup counters.
 * :mod:`~iogauge.guarantee.actuators` — cgroup v2 ``io.max``, v1 ``blkio.throttle.*``, dry run.
@@ -27,4 +27,13 @@ class GuaranteeError(IogaugeError):
     held by another controller, or a limit the kernel refused."""
 
 
-__all__ = ["GuaranteeError"]
+class InfeasibleFloorError(GuaranteeError):
+    """The protected floors need more than the device gives (with --on-infeasible refuse)."""
+
+
+class ProtectedWriteError(GuaranteeError):
+    """A limit was about to be written to a protected group (or an ancestor of one): the
+    controller refuses and stops, whatever the policy decided."""
+
+
+__all__ = ["GuaranteeError", "InfeasibleFloorError", "ProtectedWriteError"]

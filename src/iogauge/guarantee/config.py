@@ -5,7 +5,7 @@ options given on the command line win over the file. Example (docs/guarantee.md 
 
     device = "/dev/sdb"
     interval_s = 1.0
-    policy = "adaptive"            # or "paper" (seed 004 §4 exactly)
+    policy = "adaptive"            # or "paper" ([Oe] §4 exactly)
     state = "/run/iogauge/guarantee.state.json"
     db = "/var/lib/iogauge/guarantee.duckdb"
     b_min_iops = 5
@@ -66,7 +66,7 @@ class GuaranteeConfig:
         device: /dev path, kernel name or major:minor; a partition means its disk.
         protect: protected cgroups with floors (A).
         throttle: throttled cgroup directories (B); they share B's budget.
-        interval_s: seconds between decisions (seed 004 used 20 s iostat samples).
+        interval_s: seconds between decisions ([Oe] used 20 s iostat samples).
         policy: ``adaptive`` (default) or ``paper``.
         state: state file recording every limit written and the value it replaced.
         db: DuckDB store for the decisions (None: the default store).
@@ -80,6 +80,11 @@ class GuaranteeConfig:
         on_infeasible: ``warn`` (keep running, B at its minimum) or ``refuse`` (stop,
             restoring every limit) when the floors exceed what the device can give.
         flush_s: decisions are committed to the store at least this often.
+        sample_s: while A shows no demand and B's limits are open, A's counters are read
+            this often between decisions (at most every ``interval_s``), and a decision is
+            taken at once when A's I/O returns (limits are still written only on a change).
+        reserve_idle: keep A's floor reserved while A is idle (the adaptive policy's
+            ``reserve_idle``; the paper's policy always reserves it).
         paper, adaptive: policy constants.
     """
 
@@ -98,6 +103,8 @@ class GuaranteeConfig:
     capacity_iops: float | None = None
     on_infeasible: OnInfeasible = "warn"
     flush_s: float = 5.0
+    sample_s: float = 0.2
+    reserve_idle: bool = False
     paper: PaperParams = field(default_factory=PaperParams)
     adaptive: AdaptiveParams = field(default_factory=AdaptiveParams)
 
@@ -110,6 +117,8 @@ class GuaranteeConfig:
             raise GuaranteeError("no throttled cgroup: give --throttle CGROUP_DIR")
         if not (math.isfinite(self.interval_s) and self.interval_s >= 0.1):
             raise GuaranteeError(f"interval must be >= 0.1 s, got {self.interval_s}")
+        if not (math.isfinite(self.sample_s) and self.sample_s >= 0.05):
+            raise GuaranteeError(f"sample interval must be >= 0.05 s, got {self.sample_s}")
         if self.policy not in POLICY_NAMES:
             raise GuaranteeError(f"unknown policy {self.policy!r}; choose "
                                  f"{' or '.join(POLICY_NAMES)}")
@@ -156,6 +165,7 @@ def parse_protect(text: str) -> ProtectSpec:
 _TOP_KEYS = {
     "device", "interval_s", "policy", "state", "db", "record", "dry_run", "duration_s",
     "b_min_iops", "capacity_model", "capacity_iops", "on_infeasible", "flush_s", "protect",
+    "sample_s", "reserve_idle",
     "throttle", "paper", "adaptive",
 }
 
@@ -163,7 +173,7 @@ _TOP_KEYS = {
 _TYPES: dict[str, type] = {
     "device": str, "interval_s": float, "policy": str, "record": bool, "dry_run": bool,
     "duration_s": float, "b_min_iops": int, "capacity_model": str, "capacity_iops": float,
-    "on_infeasible": str, "flush_s": float,
+    "on_infeasible": str, "flush_s": float, "sample_s": float, "reserve_idle": bool,
 }
 
 

@@ -19,6 +19,7 @@ Order of a run (each step's failure restores what was written and exits non-zero
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import socket
@@ -30,7 +31,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from iogauge.guarantee import GuaranteeError
+from iogauge.guarantee import GuaranteeError, InfeasibleFloorError, ProtectedWriteError
 from iogauge.guarantee.actuators import (
     IO_KEYS,
     BlockDevice,
@@ -47,6 +48,7 @@ from iogauge.guarantee.policy import (
     Decision,
     GroupLimit,
     Policy,
+    State,
     Targets,
     make_policy,
 )
@@ -88,10 +90,10 @@ class RunSummary:
     stopped_by: str = "signal"
     recovered: RestoreReport | None = None
     restored: RestoreReport | None = None
-    states: dict[str, int] = field(default_factory=dict)
+    states: dict[State, int] = field(default_factory=dict)
 
     def line(self) -> str:
-        states = ", ".join(f"{k} {v}" for k, v in sorted(self.states.items()))
+        states = ", ".join(f"{k.value} {v}" for k, v in sorted(self.states.items()))
         return (f"guarantee stopped ({self.stopped_by}): {self.decisions} decisions "
                 f"[{states or 'none'}], {self.writes} limit writes, A missed its floor in "
                 f"{self.misses}, {self.recorded} rows recorded; every limit restored"
@@ -155,7 +157,7 @@ class Controller:
     def set_floors(self, floors: Mapping[str, float] | Mapping[Path, float]) -> None:
         """New floors for the protected groups, applied before the next decision.
 
-        Seed 004's evaluations change A's target mid-run (Tables 4-6); a benchmark running
+        [Oe]'s evaluations change A's target mid-run (Tables 4-6); a benchmark running
         the controller in-process calls this, the CLI calls it on SIGHUP. The groups must be
         exactly the protected ones.
         """
@@ -220,7 +222,9 @@ class Controller:
                           b_min_iops=cfg.b_min_iops, device_parallel=parallel,
                           capacity_hint_iops=cfg.capacity_iops,
                           limit_grid_iops=KERNEL_LIMIT_GRID_IOPS)
-        policy = make_policy(cfg.policy, targets, paper=cfg.paper, adaptive=cfg.adaptive)
+        adaptive = (dataclasses.replace(cfg.adaptive, reserve_idle=True) if cfg.reserve_idle
+                    else cfg.adaptive)
+        policy = make_policy(cfg.policy, targets, paper=cfg.paper, adaptive=adaptive)
         groups = ([GroupHandle(str(p), p, "protected") for p in protected]
                   + [GroupHandle(str(p), p, "throttled") for p in throttled])
         self._check_capacity(targets)
@@ -238,7 +242,7 @@ class Controller:
                    f"{2 * t.b_min_iops * len(t.throttled)}) but the device gives about "
                    f"{cap:g} IOPS at 100 % busy, {cap * x:.0f} at the target {x:.0%}")
             if self.cfg.on_infeasible == "refuse":
-                raise GuaranteeError(msg)
+                raise InfeasibleFloorError(msg)
             self.say(f"warning: {msg}")
 
     # -- the run -----------------------------------------------------------------------
@@ -319,15 +323,21 @@ class Controller:
               summary: RunSummary) -> str:
         cfg = self.cfg
         start = self._monotonic()
+        end = None if cfg.duration_s is None else start + cfg.duration_s + 1e-9
         k = 0
+        watch = False
         while True:
             k += 1
             deadline = start + k * cfg.interval_s
-            if cfg.duration_s is not None and deadline - start > cfg.duration_s + 1e-9:
+            if end is not None and deadline > end:
                 return "duration"
-            delay = deadline - self._monotonic()
-            if stop.wait(max(delay, 0.0)) or stop.is_set():
+            woke = self._wait(deadline, stop, monitor if watch else None)
+            if stop.is_set():
                 return "signal"
+            if woke:
+                # A's I/O is back while B was open: decide now, and count the next
+                # interval from here.
+                start, k = self._monotonic(), 0
             self._take_floors(s.policy)
             sample = monitor.sample()
             for m in sample.messages:
@@ -335,16 +345,32 @@ class Controller:
             if sample.interval_s <= 0:
                 continue
             decision = s.policy.step(sample.obs)
+            watch = decision.state is State.OPEN
             summary.decisions += 1
             summary.states[decision.state] = summary.states.get(decision.state, 0) + 1
             summary.misses += decision.a_miss
             for w in decision.warnings:
                 self.say(f"warning: {w}")
-                if cfg.on_infeasible == "refuse" and w.startswith("infeasible"):
-                    raise GuaranteeError(f"{w} (--on-infeasible refuse)")
+                if cfg.on_infeasible == "refuse" and decision.infeasible:
+                    raise InfeasibleFloorError(f"{w} (--on-infeasible refuse)")
             self._apply(s, decision)
             self._record(s, writer, sample, decision)
             summary.recorded += self._flush()
+
+    def _wait(self, deadline: float, stop: threading.Event, watch: Monitor | None) -> bool:
+        """Wait for ``deadline`` (or ``stop``); with ``watch``, look at A's counters every
+        ``sample_s`` meanwhile: True if A's I/O came back before the deadline."""
+        step = min(self.cfg.sample_s, self.cfg.interval_s)
+        while True:
+            now = self._monotonic()
+            left = deadline - now
+            if watch is None or left <= step:
+                stop.wait(max(left, 0.0))
+                return False
+            if stop.wait(step):
+                return False
+            if watch.protected_active():
+                return True
 
     # -- applying and recording ---------------------------------------------------------
     def _apply(self, s: _Setup, d: Decision) -> None:
@@ -366,9 +392,9 @@ class Controller:
                 try:
                     self.guard.set(g.path, s.device.devnum, key, value)
                     self._applied[ident] = value
+                except ProtectedWriteError:
+                    raise
                 except GuaranteeError as exc:
-                    if "refusing" in str(exc):
-                        raise
                     self.say(f"warning: {exc}")
 
     def _record(self, s: _Setup, writer: Hierarchy, sample: MonitorSample,
@@ -404,7 +430,7 @@ class Controller:
             "capacity_iops": d.capacity_iops,
             "b_riops_limit": None if None in r_lims else sum(x or 0 for x in r_lims),
             "b_wiops_limit": None if None in w_lims else sum(x or 0 for x in w_lims),
-            "a_miss": d.a_miss, "state": d.state, "reason": d.reason,
+            "a_miss": d.a_miss, "state": d.state.value, "reason": d.reason,
             "warnings": "; ".join(d.warnings) or None,
             "groups_json": json.dumps(groups, sort_keys=True),
         }
@@ -456,7 +482,8 @@ def _line(row: dict[str, object], d: Decision) -> str:
             f"B {row['b_iops']:7.1f} bpi {'-' if bpi is None else f'{bpi:.4f}'} "
             f"X {'-' if x is None else f'{x:.1f}'}% "
             f"B<= r {_fmt_limit(row['b_riops_limit'])} w {_fmt_limit(row['b_wiops_limit'])} "
-            f"[{d.state}]" + ("" if d.state in ("hold", "compute") else f" {d.reason}"))
+            f"[{d.state.value}]" + ("" if d.state in (State.HOLD, State.COMPUTE)
+                                    else f" {d.reason}"))
 
 
 __all__ = ["KERNEL_LIMIT_GRID_IOPS", "MAX_BUFFERED", "Controller", "RunSummary"]

@@ -2,8 +2,9 @@
 
 * Device totals come from the live collector (:class:`~iogauge.collector.linux.LinuxCollector`
   on ``/proc/diskstats``): r/s, w/s, %util, await, aqu-sz exactly as ``iostat -x`` prints them
-  (DESIGN.md §4), over the monotonic interval between two snapshots — of the *whole disk*,
-  since throttles and contention are per disk even when a partition was named.
+  ([sysstat] compute_ext_disk_stats), over the monotonic interval between two snapshots —
+  of the *whole disk*, since throttles and contention are per disk even when a partition
+  was named.
 * Per-cgroup completions come from the hierarchy (v2 ``io.stat`` rios/wios, v1
   ``blkio.throttle.io_serviced_recursive`` Read/Write), read right after the diskstats
   snapshot and turned into rates over their own monotonic interval.
@@ -138,6 +139,24 @@ class Monitor:
                 groups=groups, await_ms=_finite(m["await_ms"]), aqu_sz=_finite(m["aqu_sz"]),
                 r_await_ms=_finite(m["r_await_ms"]), w_await_ms=_finite(m["w_await_ms"]))
         return MonitorSample(obs, res.ts_us, interval, messages)
+
+    def protected_active(self) -> bool:
+        """A protected group completed an I/O or stalled on I/O since the last
+        :meth:`sample` (a cheap look between decisions: two small files per group, no
+        baseline moved)."""
+        for g in self.groups:
+            if g.role != "protected":
+                continue
+            prev = self._prev.get(g.name)
+            cur, _ = self._read(g)
+            if prev is None or cur is None:
+                continue
+            if cur.reads > prev.reads or cur.writes > prev.writes:
+                return True
+            if cur.stall_us is not None and prev.stall_us is not None \
+                    and cur.stall_us > prev.stall_us:
+                return True
+        return False
 
     # -- internals ---------------------------------------------------------------------
     def _read(self, g: GroupHandle) -> tuple[_Counter | None, str | None]:

@@ -40,7 +40,7 @@ from pathlib import Path
 from typing import Any, cast
 
 from iogauge.fsutil import fsync_dir, lock_with_pid
-from iogauge.guarantee import GuaranteeError
+from iogauge.guarantee import GuaranteeError, ProtectedWriteError
 from iogauge.guarantee.actuators import IO_KEYS, DevNum, Hierarchy, IoKey
 from iogauge.guarantee.actuators.cgroup_v1 import CgroupV1
 from iogauge.guarantee.actuators.cgroup_v2 import CgroupV2
@@ -324,7 +324,7 @@ class LimitGuard:
         """Make ``key`` of ``group`` on ``dev`` equal ``value`` (recorded first)."""
         for a in self.protected:
             if group == a or group in a.parents:
-                raise GuaranteeError(f"refusing to write a limit to {group}: it is (or "
+                raise ProtectedWriteError(f"refusing to write a limit to {group}: it is (or "
                                      f"contains) the protected cgroup {a}")
         if self.state is None or self.hierarchy.kind == "dry-run":
             self.hierarchy.write_limit(group, dev, key, value)

@@ -1,6 +1,6 @@
-"""Reproductions of the seeds' experiments on the lab's disk models.
+"""Reproductions of [Oe]'s experiments on the lab's disk models.
 
-``paper-sec3`` -- seed 004 §3 ("relation between the load on a storage device and the
+``paper-sec3`` -- [Oe] §3 ("relation between the load on a storage device and the
 performance it yields"): for the file-share and the backup workload, each on partition A
 (the volume's first 500 GB), B (its last 500 GB) and both at once (A+B), measure %util
 against IOPS as the offered load rises, and report
@@ -15,7 +15,7 @@ against IOPS as the offered load rises, and report
   160 IOPS for the file share on A+B: 0.78 % drift).
 
 Each case is a rate sweep: the workload (10 threads, as in the paper's benchmark) capped at
-fractions of its maximum by seed 004's own limiter (count per second, block the rest of the
+fractions of its maximum by [Oe]'s own limiter (count per second, block the rest of the
 second: §4 step (4)), one run per rate, %util and IOPS over the run after a warm-up,
 sampled every 20 s as the paper's iostat. A few bisection runs then place the knee.
 
@@ -30,7 +30,7 @@ plateau lies only a few percent below the line (the file share on A+B: the hidde
 write-back is a smaller share of its members' work, whose host commands seek between both
 areas) the 5 % point sits high up the wall while the curve's edge is where the knee is.
 
-Seed 004's device is modelled as a RAID-5 controller that reads a partial-stripe write's
+[Oe]'s device is modelled as a RAID-5 controller that reads a partial-stripe write's
 old data and old parity one after the other (``rmw_reads``, :mod:`iogauge.lab.raid`) over
 member disks that write back in idle spells: with it every knee falls in the paper's band
 and the maximum IOPS come near the paper's (results.md's notes give the figures).
@@ -46,7 +46,7 @@ The default device's member disks do not queue commands (NCQ off); the variant p
 (:mod:`iogauge.lab.hdd`). With it every case gets more IOPS and every knee moves down
 (results.md lists both sets of knees), so the profile keeps NCQ off.
 
-``paper-eval1`` .. ``paper-eval3`` -- seed 004 §5's evaluations with the guarantee policy --
+``paper-eval1`` .. ``paper-eval3`` -- [Oe] §5's evaluations with the guarantee policy --
 are in :mod:`iogauge.lab.paper_eval`; :func:`run_experiment` runs every experiment by name
 and :func:`write_outputs` writes any of their results.
 """
@@ -56,7 +56,6 @@ from __future__ import annotations
 import html
 import importlib
 import json
-import math
 import multiprocessing
 import os
 import re
@@ -64,9 +63,9 @@ import shutil
 import subprocess
 import tempfile
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Protocol
@@ -78,37 +77,36 @@ from iogauge import __version__
 from iogauge.collector.derive import counter_deltas, derive_metrics
 from iogauge.collector.diskstats import read_diskstats
 from iogauge.errors import IogaugeError
+from iogauge.lab.knee import EDGE_TOL, KneeFit, find_knee
+from iogauge.lab.paper_report import (
+    APPROXIMATIONS,
+    APPROXIMATIONS_SCOPE,
+    KNEE_BAND_PCT,
+    PAPER_AB_OVER_A,
+    PAPER_B_OVER_A,
+    PAPER_KNEE_PCT,
+    PAPER_MAX_A,
+    PAPER_SVCTM_MS,
+    REPORT_CSS,
+    Comparison,
+    ExperimentError,
+    holds_text,
+    nice_ceiling,
+)
 from iogauge.lab.profiles import ModelProfile, build_model, load_profile
 from iogauge.lab.simulator import SweepPoint, run_point
-from iogauge.lab.workloads import SEED004_WORKLOADS, Arrival, Workload, fio_job, seed004
+from iogauge.lab.workloads import PAPER_SEC3_WORKLOADS, Arrival, Workload, fio_job, oe_paper
 
 if TYPE_CHECKING:
-    from iogauge.lab.paper_eval import DeviceEvalConfig, PaperEvalConfig
+    from iogauge.lab.paper_eval import PaperEvalConfig
+    from iogauge.lab.paper_eval_device import DeviceEvalConfig
 
 Mode = Literal["sim", "device"]
 EXPERIMENTS = ("paper-sec3", "paper-eval1", "paper-eval2", "paper-eval3")
 
 
-class ExperimentError(IogaugeError):
-    """An experiment cannot run (unknown name, emulated device unavailable, fio failed)."""
+# ---- what [Oe] reports (§3, Fig. 3-5; §4 for the svctm drift) ------------------------
 
-
-# ---- what seed 004 reports (§3, Fig. 3-5; §4 for the svctm drift) ------------------------
-
-#: Maximum IOPS on partition A (§3: "A のみの性能最高値がそれぞれ 239iops, 65iops").
-PAPER_MAX_A = {"file-share": 239.0, "backup": 65.0}
-#: B alone vs A alone (§3: "それぞれ約 90%, 約 89%の性能").
-PAPER_B_OVER_A = {"file-share": 0.90, "backup": 0.89}
-#: A+B vs A alone (§3: "それぞれ約 70%, 69%の性能").
-PAPER_AB_OVER_A = {"file-share": 0.70, "backup": 0.69}
-#: Proportional-limit busy rate, % (§3 / Fig. 5).
-PAPER_KNEE_PCT = {("file-share", "A"): 90.0, ("file-share", "B"): 90.0,
-                  ("file-share", "A+B"): 95.0, ("backup", "A"): 85.0,
-                  ("backup", "B"): 80.0, ("backup", "A+B"): 85.0}
-#: §4: svctm for the file share on A+B at 80 and 160 IOPS (ms).
-PAPER_SVCTM_MS = ((80.0, 5.68), (160.0, 5.72))
-#: The knee band the paper observed across its workloads (§4 footnote: "80%-95%").
-KNEE_BAND_PCT = (80.0, 95.0)
 #: How far below the best capped run the uncapped run (100 %util) may stay and still count
 #: as the maximum (§3: "%util が 100% で最高性能値に達している"): the runs scatter by ~1 %.
 MAX_AT_FULL_TOL = 0.01
@@ -119,7 +117,7 @@ class Sec3Config:
     """How ``paper-sec3`` is run.
 
     Attributes:
-        profile: disk model profile (seed 004's device by default).
+        profile: disk model profile ([Oe]'s device by default).
         workloads, placements: the cases.
         threads: closed-loop threads per case (the paper's benchmark: 10).
         interval_s: sampling interval (the paper's iostat: 20 s).
@@ -131,7 +129,7 @@ class Sec3Config:
             the maximum down to one IOPS).
         tol: shortfall from the line that ends the linear range (0.05 = 5 %).
         fit_lo, fit_hi: %util range of the points the line is fitted to.
-        arrival: the cap's limiter (``per_second``: seed 004's).
+        arrival: the cap's limiter (``per_second``: [Oe]'s).
         seed: random seed (the same for every run: common random numbers).
         capacity_bytes: device size (None: the profile's; device mode: the device's).
         jobs: parallel processes for the cases (sim mode).
@@ -158,98 +156,6 @@ class Sec3Config:
 
 #: A faster, coarser run (tests, a first look): shorter runs, fewer refinements.
 QUICK = Sec3Config(point_s=160.0, warmup_s=40.0, max_s=160.0, refine=4)
-
-
-@dataclass(frozen=True)
-class KneeFit:
-    """The straight line and where the points leave it.
-
-    Attributes:
-        intercept_pct, slope_pct_per_iops: util = intercept + slope * IOPS.
-        knee_util_pct: the proportional-limit busy rate as seed 004 §3 defines it ("iops が
-            線形増加する上限 %util 値", the highest %util up to which IOPS grows linearly):
-            the %util of the last measured point within ``edge_tol`` of the line before
-            the first one more than ``tol`` below it (None: no point at or above
-            ``fit_lo``). A measured point, not an interpolation: where the curve falls off
-            a cliff (the backup: "80-85 %, then 2-3 IOPS more and %util is at 100 %") the
-            knee lies between it and ``beyond_util_pct``, and the sweep's bisection on
-            the cap narrows that gap to one IOPS.
-        knee_iops: IOPS of that point (None likewise).
-        beyond_util_pct: %util of the first measured point above the knee (None: the knee
-            is the highest point measured).
-        points_fitted: how many points the line was fitted to.
-        tol_util_pct: %util where IOPS first falls short of the line by ``tol``,
-            interpolated between the points either side (None: never). Beyond a cliff
-            whose plateau lies less than ``tol`` below the line (the model's file share
-            on A+B: ~6 % at 100 %) this is high up the wall, which is why the knee is the
-            line's last point rather than this crossing.
-        tol_iops: IOPS there (None likewise).
-    """
-
-    intercept_pct: float
-    slope_pct_per_iops: float
-    knee_util_pct: float | None
-    knee_iops: float | None
-    points_fitted: int
-    beyond_util_pct: float | None = None
-    tol_util_pct: float | None = None
-    tol_iops: float | None = None
-
-    @property
-    def busy_per_iops_ms(self) -> float:
-        """Slope as milliseconds of busy time per I/O (the paper's svctm = util/IOPS)."""
-        return self.slope_pct_per_iops * 10.0
-
-    def shortfall(self, iops: float, util_pct: float) -> float:
-        """How far ``iops`` falls short of the line at ``util_pct`` (0.05 = 5 %)."""
-        on_line = (util_pct - self.intercept_pct) / self.slope_pct_per_iops
-        return 1.0 - iops / on_line if on_line > 0 else 0.0
-
-
-#: Shortfall from the line within which a point counts as linear for the knee (the
-#: sweeps' points in the linear range scatter by up to ~1.2 %).
-EDGE_TOL = 0.02
-
-
-def find_knee(points: Sequence[tuple[float, float]], *, tol: float = 0.05,
-              fit_lo: float = 15.0, fit_hi: float = 70.0,
-              edge_tol: float = EDGE_TOL) -> KneeFit:
-    """Fit util = a + b * IOPS to the (iops, util_pct) points with util in
-    [fit_lo, fit_hi] and find where the points leave the line (:class:`KneeFit`)."""
-    fit = [(x, u) for x, u in points if fit_lo <= u <= fit_hi and x > 0]
-    if len(fit) < 2:
-        raise ValueError(f"need at least 2 points between {fit_lo} and {fit_hi} %util to "
-                         f"fit a line, got {len(fit)}")
-    xs = np.array([p[0] for p in fit])
-    us = np.array([p[1] for p in fit])
-    b, a = np.polyfit(xs, us, 1)
-    if b <= 0:
-        raise ValueError("%util does not grow with IOPS over the fitted range")
-    line = KneeFit(float(a), float(b), None, None, len(fit))
-    ordered = [(x, u) for x, u in sorted(points, key=lambda p: (p[1], p[0])) if u >= fit_lo]
-    prev: tuple[float, float, float] | None = None  # (util, iops, shortfall)
-    edge: tuple[float, float] | None = None  # (util, iops) of the last point on the line
-    cross: tuple[float, float] | None = None
-    for x, u in ordered:
-        s = line.shortfall(x, u)
-        if s > tol:
-            if prev is None:
-                cross = (u, x)
-            else:
-                u0, x0, s0 = prev
-                f = (tol - s0) / (s - s0) if s != s0 else 0.0
-                cross = (u0 + f * (u - u0), x0 + f * (x - x0))
-            break
-        if s <= edge_tol:
-            edge = (u, x)
-        prev = (u, x, s)
-    if cross is not None:
-        line = replace(line, tol_util_pct=cross[0], tol_iops=cross[1])
-    if edge is None:
-        return replace(line, beyond_util_pct=ordered[0][1] if ordered else None)
-    above = [u for _x, u in ordered if u > edge[0]]
-    return replace(line, knee_util_pct=edge[0], knee_iops=edge[1],
-                   beyond_util_pct=min(above) if above else None)
 
 
 @dataclass
@@ -284,29 +190,6 @@ class CaseResult:
         if not pts or iops < xs[0] or iops > xs[-1]:
             return None
         return float(np.interp(iops, xs, [p[1] for p in pts]))
-
-
-@dataclass
-class Comparison:
-    """One line of the results table.
-
-    Attributes:
-        finding: what is compared.
-        ours: our number, formatted.
-        paper: the paper's number, formatted.
-        holds: whether our number shows the paper's qualitative finding (None: no claim).
-        criterion: what "holds" means here.
-    """
-
-    finding: str
-    ours: str
-    paper: str
-    holds: bool | None
-    criterion: str
-
-    def __post_init__(self) -> None:
-        if self.holds is not None:
-            self.holds = bool(self.holds)  # numpy comparisons give numpy booleans
 
 
 @dataclass
@@ -374,14 +257,14 @@ Measure = Callable[[list[Workload], float], SweepPoint]
 
 def _sweep(measure: Measure, name: str, placement: str, cfg: Sec3Config) -> CaseResult:
     t0 = time.monotonic()
-    uncapped = seed004(name, placement, threads=cfg.threads)
+    uncapped = oe_paper(name, placement, threads=cfg.threads)
     top = measure(uncapped, cfg.max_s)
     max_iops = top.iops
     if max_iops <= 0:
         raise ExperimentError(f"{name}@{placement}: no I/O completed in the uncapped run")
 
     def at(rate: float) -> SweepPoint:
-        wls = seed004(name, placement, threads=cfg.threads, rate_iops=max(1.0, rate),
+        wls = oe_paper(name, placement, threads=cfg.threads, rate_iops=max(1.0, rate),
                       arrival=cfg.arrival)
         return measure(wls, cfg.point_s)
 
@@ -526,12 +409,12 @@ def _device_cases(profile: ModelProfile, cfg: Sec3Config,
 
 def paper_sec3(mode: Mode = "sim", cfg: Sec3Config = Sec3Config(), *,
                progress: Callable[[str], None] | None = None) -> Sec3Result:
-    """Run seed 004 §3 on the configured model (see the module docstring)."""
+    """Run [Oe] §3 on the configured model (see the module docstring)."""
     say = progress or (lambda _m: None)
-    bad = [w for w in cfg.workloads if w not in SEED004_WORKLOADS]
+    bad = [w for w in cfg.workloads if w not in PAPER_SEC3_WORKLOADS]
     bad += [p for p in cfg.placements if p not in ("A", "B", "A+B")]
     if bad or not cfg.workloads or not cfg.placements:
-        raise ExperimentError(f"paper-sec3 runs the workloads {', '.join(SEED004_WORKLOADS)} "
+        raise ExperimentError(f"paper-sec3 runs the workloads {', '.join(PAPER_SEC3_WORKLOADS)} "
                               f"on placements A, B, A+B; not {', '.join(bad) or 'none'}")
     profile = load_profile(cfg.profile)
     started = datetime.now(UTC).isoformat(timespec="seconds")
@@ -624,7 +507,7 @@ def compare_sec3(res: Sec3Result) -> list[Comparison]:
             None if res.mode == "device" else (k is not None and lo <= round(k) <= hi),
             f"a knee in the paper's {lo:.0f}-{hi:.0f} % band (whole percent)"
             if res.mode == "sim" else
-            "reported only: fio spaces capped I/O evenly, not in seed 004's per-second "
+            "reported only: fio spaces capped I/O evenly, not in [Oe]'s per-second "
             "bursts"))
     for name in ("file-share", "backup"):
         # §3: "%util が 100% で最高性能値に達している" -- the maximum is reached at 100 %util
@@ -661,70 +544,13 @@ def compare_sec3(res: Sec3Result) -> list[Comparison]:
 
 # ---- output ---------------------------------------------------------------------------------
 
-#: What every paper-sec3 result approximates (results.md and report.html), in Markdown
-#: (`code` only). Its figures are those of the default profile at seed 4, as it says.
-APPROXIMATIONS_SCOPE = ("The figures in these notes are those of seed 004's device profile "
-                        "(`raid5-6x400g`) at seed 4, simulated.")
-APPROXIMATIONS: tuple[str, ...] = (
-    ("Fig. 1 (file-share I/O sizes and R/W) and Fig. 2 (its offsets) are charts whose "
-     "values the text does not give: the Iometer File Server pattern (80 % reads, "
-     "512 B-64 KB) and offsets uniform over the partition stand in for them."),
-    ("The backup workload is Table 2 as written (128 KB, 50:50, 0-30 GB and "
-     "300-330 GB of the partition), random within its two ranges."),
-    ("The knee's mechanism is not given by the paper. In the model it is the member "
-     "disks' write-back buffers: written back in idle spells (after "
-     "`destage_idle_ms`), hidden while the per-second bursts leave idle time, "
-     "visible once they do not. Its position follows the profile's assumed "
-     "`destage_idle_ms` and `write_cache_KiB` (125 ms, 8 MiB): they put the file "
-     "share's knees at 87/88/92 % (A/B/A+B; the paper: 90/90/95 %) and the "
-     "backup's at 80/86/84 % (the paper: 85/80/85 %), all six in the paper's 80-95 % "
-     "band (over seeds 1-8: in seven; seed 1 puts the backup's on A at 79 %)."),
-    ("The controller reads a partial-stripe write's old data and old parity one after "
-     "the other (`rmw_reads = \"serial\"` in `raid5-6x400g`, assumed: no source "
-     "describes the Newtech controller). With those reads in parallel the model's "
-     "array was faster than the paper's (273 and 115 IOPS on A for the file share and "
-     "the backup, against 239 and 65) and no value of `destage_idle_ms` and "
-     "`write_cache_KiB` put every knee in the band: the backup's stayed at 76-79 % on A "
-     "and B where the file share's on A+B still had a knee (the profile "
-     "`hdd-7200-400g` lists that sweep). Reading one after the other slows the backup "
-     "(3 reads a write) far more than the file share (2, and 80 % of its commands are "
-     "reads): 230 and 79 IOPS, the file share / backup ratio 2.90 (the paper: 3.68). "
-     "The backup then loses more on the inner tracks than the paper's (B / A 81 %, the "
-     "paper: 89 %; 88 % with the reads in parallel)."),
-    ("The knee is the paper's proportional-limit busy rate: the last run on the "
-     "line (within 2 %). Where the curve falls off a cliff (IOPS on the line, then "
-     "%util near 100 % two or three IOPS later, as the paper describes for the "
-     "backup: 75 IOPS at 80 %util on A, 77.8 IOPS at 97 %) the bisection runs place "
-     "the next run one IOPS above it. The point where IOPS fall 5 % below the line is "
-     "given in the cases table."),
-    ("Beyond the knee IOPS stop growing and %util goes to 100 %: uncapped, every case "
-     "gets the best capped run's IOPS within 1 % (seed 4), as the paper reaches its "
-     "maximum at 100 %util. A member disk that never idles writes its buffer back one "
-     "entry at a time between host commands once the buffer is full. Writing back a "
-     "sorted batch down to a low-water mark instead (`destage_low_water_pct`; tried "
-     "with the reads in parallel, the profile `hdd-7200-400g` lists the sweep) is not "
-     "in the profile: the write that finds the buffer full would wait for the whole "
-     "batch, a stall no source gives."),
-    ("Command queueing (NCQ) in the member disks is off in seed 004's device "
-     "profile (`raid5-6x400g`): each member serves its commands in the order the "
-     "controller issues them. `--profile raid5-6x400g-ncq` turns it on (32 commands, "
-     "served by positioning time): every case gets more IOPS (file share 383, backup "
-     "181 on A) and every knee moves down (seed 4: file share 80/80/83 %, backup "
-     "68/68/71 % on A/B/A+B, against 87/88/92 % and 80/86/84 % without), so the "
-     "profile keeps it off."),
-)
-
-
-def holds_text(h: bool | None) -> str:
-    return "-" if h is None else ("yes" if h else "NO")
-
 
 def results_markdown(res: Sec3Result) -> str:
     """``results.md``: the table of our numbers beside the paper's, and every case."""
     cfg = res.config
-    out = [f"# paper-sec3: seed 004 §3 reproduced ({res.mode})", "",
+    out = [f"# paper-sec3: [Oe] §3 reproduced ({res.mode})", "",
            (f"Model `{res.profile}` ({res.profile_description}); {cfg.threads} threads per "
-           f"case, capped by seed 004's per-second limiter ({cfg.arrival}); runs of "
+           f"case, capped by [Oe]'s per-second limiter ({cfg.arrival}); runs of "
            f"{cfg.point_s:g} s ({cfg.warmup_s:g} s warm-up), sampled every "
            f"{cfg.interval_s:g} s; seed {cfg.seed}. Knee (the paper's proportional-limit busy "
            f"rate): the last run within {EDGE_TOL * 100:g} % of the line fitted between "
@@ -762,20 +588,6 @@ def results_markdown(res: Sec3Result) -> str:
     out += ["", f"_iogauge {__version__}, started {res.started_utc}, took {res.wall_s:.0f} s._",
             ""]
     return "\n".join(out)
-
-
-REPORT_CSS = """
-body{font:14px/1.45 system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:2rem;color:#1d232a}
-h1{font-size:1.4rem;margin:0 0 .3rem}h2{font-size:1.1rem;margin:1.6rem 0 .4rem}
-.meta{color:#5b6670;margin-bottom:1rem}
-table{border-collapse:collapse;margin:.5rem 0}
-th,td{padding:.25rem .6rem;border-bottom:1px solid #dde3e8;text-align:right}
-th:first-child,td:first-child,td:last-child,th:last-child{text-align:left}
-th{background:#f3f6f8}.no{color:#b3261e;font-weight:600}.yes{color:#1b7f3b}
-.charts{display:flex;flex-wrap:wrap;gap:1rem}
-figure{margin:0}figcaption{font-size:.85rem;color:#5b6670;max-width:400px}
-svg{background:#fbfcfd;border:1px solid #dde3e8}
-"""
 
 
 def _svg_case(c: CaseResult, *, width: int = 400, height: int = 280) -> str:
@@ -838,16 +650,6 @@ def _svg_case(c: CaseResult, *, width: int = 400, height: int = 280) -> str:
     return "".join(parts)
 
 
-def nice_ceiling(v: float) -> float:
-    if v <= 0:
-        return 1.0
-    mag = 10 ** math.floor(math.log10(v))
-    for m in (1, 2, 2.5, 5, 10):
-        if v <= m * mag:
-            return float(m * mag)
-    return float(10 * mag)
-
-
 def report_html(res: Sec3Result) -> str:
     """``report.html``: self-contained (inline SVG, no script, no network)."""
     e = html.escape
@@ -874,9 +676,9 @@ def report_html(res: Sec3Result) -> str:
     return (
         "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\">"
         f"<title>paper-sec3 ({e(res.mode)})</title><style>{REPORT_CSS}</style></head><body>"
-        f"<h1>Seed 004 §3 reproduced: %util against IOPS</h1>"
+        f"<h1>[Oe] §3 reproduced: %util against IOPS</h1>"
         f"<div class=\"meta\">{e(res.mode)} mode, model <b>{e(res.profile)}</b> "
-        f"({e(res.profile_description)}); {cfg.threads} threads per case; seed 004's "
+        f"({e(res.profile_description)}); {cfg.threads} threads per case; [Oe]'s "
         f"per-second limiter; {cfg.point_s:g}-s runs sampled every {cfg.interval_s:g} s; "
         f"iogauge {e(__version__)}, {e(res.started_utc)}.</div>"
         "<h2>Our numbers beside the paper's</h2><table><tr><th>finding</th><th>ours</th>"
@@ -940,16 +742,29 @@ def run_experiment(name: str, mode: Mode = "sim",
         return paper_sec3(mode, cfg or Sec3Config(), progress=progress)
     if name not in EXPERIMENTS:
         raise ExperimentError(f"unknown experiment {name!r}; known: {', '.join(EXPERIMENTS)}")
-    # Imported here: paper_eval builds on this module.
+    # Imported here: the evaluations load the simulator's policy machinery (and the
+    # device mode the cgroup harness), which paper-sec3 does without.
     from iogauge.lab import paper_eval as pe  # noqa: PLC0415
+    from iogauge.lab import paper_eval_device as ped  # noqa: PLC0415
 
     number = pe.EVAL_EXPERIMENTS[name]
     if mode == "device":
-        if cfg is not None and not isinstance(cfg, pe.DeviceEvalConfig):
+        if cfg is not None and not isinstance(cfg, ped.DeviceEvalConfig):
             raise ExperimentError(f"{name} --device takes a DeviceEvalConfig")
-        return pe.device_paper_eval(number, cfg or pe.DeviceEvalConfig(), progress=progress)
+        return ped.device_paper_eval(number, cfg or ped.DeviceEvalConfig(), progress=progress)
     if mode != "sim":
         raise ExperimentError(f"unknown mode {mode!r} (sim or device)")
     if cfg is not None and not isinstance(cfg, pe.PaperEvalConfig):
         raise ExperimentError(f"{name} takes a PaperEvalConfig")
     return pe.paper_eval(number, cfg or pe.PaperEvalConfig(), progress=progress)
+
+
+__all__ = [
+    "APPROXIMATIONS", "APPROXIMATIONS_SCOPE", "EDGE_TOL", "EXPERIMENTS", "KNEE_BAND_PCT",
+    "MAX_AT_FULL_TOL", "PAPER_AB_OVER_A", "PAPER_B_OVER_A", "PAPER_KNEE_PCT", "PAPER_MAX_A",
+    "PAPER_SVCTM_MS",
+    "QUICK", "REPORT_CSS", "CaseResult", "Comparison", "ExperimentError", "ExperimentResult",
+    "KneeFit", "Measure", "Mode", "Sec3Config", "Sec3Result", "compare_sec3", "find_knee",
+    "holds_text", "nice_ceiling", "paper_sec3", "report_html", "results_markdown",
+    "run_experiment", "write_outputs",
+]

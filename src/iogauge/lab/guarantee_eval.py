@@ -1,4 +1,4 @@
-"""Seed 004's three evaluations (§5, Tables 3-6) on the lab's emulated disk, in real cgroups.
+"""[Oe]'s three evaluations (§5, Tables 3-6) on the lab's emulated disk, in real cgroups.
 
 For each evaluation (Table 3: **1** file share A vs backup B, **2** file share vs file share,
 **3** backup vs backup) and each controller -- iogauge's ``paper`` and ``adaptive`` policies
@@ -24,7 +24,7 @@ block device (:func:`iogauge.lab.device.create_device`), and measures every ``in
   B do. For each phase the oracle leaves B what the device can do beyond A's floor:
   ``oracle_B = min(B's demand, C - a)`` with ``C = IOPS x 100 / %util`` measured for that
   phase's own mix (A at its floor, B at its demand) in an *unthrottled calibration run* --
-  the device's capacity at 100 % busy for that mix, by seed 004's own proportional
+  the device's capacity at 100 % busy for that mix, by [Oe]'s own proportional
   arithmetic (§4: ``b = (X - a·busy_per_iops) / busy_per_iops`` with X = 100 %,
   ``busy_per_iops = %util / IOPS``). No controller can give B more without taking it from A
   (or finding capacity the calibration did not), so it is an upper bound: a controller
@@ -56,7 +56,7 @@ block device (:func:`iogauge.lab.device.create_device`), and measures every ``in
 IOPS at most on partition A; 70 % / 69 % of that with both partitions busy, §3). Each target
 is rescaled by the ratio of this device's capacity for the same workload on both partitions
 (measured first, closed loop) to the paper's -- so A's floor and B's load take the same share
-of the device as in the paper -- and rounded to whole IOPS. A runs seed 004's workload on
+of the device as in the paper -- and rounded to whole IOPS. A runs [Oe]'s workload on
 partition A (the device's first quarter), B on partition B (its last quarter), as the paper
 placed them on the first and second 500 GB (§5, Fig. 9).
 
@@ -93,391 +93,62 @@ from __future__ import annotations
 import contextlib
 import math
 import os
-import signal
-import subprocess
 import tempfile
-import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-from typing import Any, Literal
-
-import numpy as np
-import numpy.typing as npt
+from typing import Any
 
 from iogauge.errors import IogaugeError
-from iogauge.guarantee.actuators import IO_KEYS, DevNum, resolve_device
+from iogauge.guarantee.actuators import IO_KEYS, resolve_device
 from iogauge.guarantee.actuators.cgroup_v1 import CgroupV1
 from iogauge.guarantee.controller import KERNEL_LIMIT_GRID_IOPS
-from iogauge.lab.workloads import SEED004_WORKLOADS, IoSize, Workload, fio_job, seed004
-
-ControllerName = Literal["paper", "adaptive", "static", "no-control"]
-CONTROLLERS: tuple[ControllerName, ...] = ("paper", "adaptive", "static", "no-control")
-
-#: The cgroup v1 blkio hierarchy the groups are created in.
-BLKIO_ROOT = Path("/sys/fs/cgroup/blkio")
-#: Prefix of every cgroup this module creates (what a leftover check looks for).
-CGROUP_PREFIX = "iogauge-eval-"
-#: Seed 004 §5: convergence goal of the issue (seconds after a floor step).
-CONVERGENCE_GOAL_S = 15.0
-#: The issue's goals: A's floor met after convergence, B's share of the oracle.
-A_MET_GOAL = 0.95
-B_ORACLE_GOAL = 0.90
-
-#: Seed 004 §3: maximum IOPS on partition A (file share 239, backup 65) times the share left
-#: with both partitions busy (70 %, 69 %): each workload's capacity in the paper's A+B
-#: placement, what the paper's targets are relative to.
-PAPER_AB_CAPACITY_IOPS = {"file-share": 239.0 * 0.70, "backup": 65.0 * 0.69}
-
-
-class EvalError(IogaugeError):
-    """The evaluation cannot run (no root, no blkio throttling, fio missing, fio failed)."""
-
-
-# ---- the paper's schedules ----------------------------------------------------------------
-
-@dataclass(frozen=True)
-class Phase:
-    """One row of Tables 4-6.
-
-    Attributes:
-        a_floor_iops: A's target ("A の目標 iops"): its floor, and its load's cap.
-        b_demand_iops: B's load ("B の iops"): the cap of B's load.
-        minutes: duration in the paper ("継続時間 (分)").
-    """
-
-    a_floor_iops: float
-    b_demand_iops: float
-    minutes: float
-
-
-@dataclass(frozen=True)
-class Evaluation:
-    """One of seed 004's evaluations (Table 3 workloads, Tables 4-6 schedule)."""
-
-    number: int
-    a_workload: str
-    b_workload: str
-    phases: tuple[Phase, ...]
-
-    @property
-    def title(self) -> str:
-        return f"eval {self.number}: {self.a_workload} A vs {self.b_workload} B"
-
-
-#: Seed 004 Table 3 (workloads) and Tables 4, 5, 6 (schedules).
-PAPER_EVALUATIONS: dict[int, Evaluation] = {
-    1: Evaluation(1, "file-share", "backup",
-                  (Phase(5, 50, 5), Phase(50, 50, 10), Phase(5, 50, 10))),
-    2: Evaluation(2, "file-share", "file-share",
-                  (Phase(10, 200, 5), Phase(100, 200, 10), Phase(50, 200, 10))),
-    3: Evaluation(3, "backup", "backup",
-                  (Phase(5, 30, 5), Phase(30, 30, 10), Phase(5, 30, 10))),
-}
-
-
-@dataclass(frozen=True)
-class ScaledPhase:
-    """A phase on this device: whole IOPS and seconds.
-
-    Attributes:
-        a_floor_iops: A's floor (= A's demand).
-        a_riops, a_wiops: A's fio caps per direction (sum = the floor).
-        b_demand_iops: B's demand.
-        b_riops, b_wiops: B's fio caps per direction (sum = the demand).
-        start_s, duration_s: when the phase starts in the run, and how long it lasts.
-    """
-
-    a_floor_iops: int
-    a_riops: int
-    a_wiops: int
-    b_demand_iops: int
-    b_riops: int
-    b_wiops: int
-    start_s: float
-    duration_s: float
-
-    @property
-    def end_s(self) -> float:
-        return self.start_s + self.duration_s
-
-
-def split_rate(total: int, read_share: float) -> tuple[int, int]:
-    """Whole reads and writes per second adding up to ``total``, reads ≈ ``read_share``.
-
-    >>> split_rate(54, 0.8), split_rate(3, 0.8), split_rate(45, 0.5)
-    ((43, 11), (2, 1), (22, 23))
-    """
-    if total < 1:
-        raise ValueError(f"a rate must be at least 1 IOPS, got {total}")
-    r = round(total * read_share)
-    if 0 < read_share < 1:
-        r = min(max(r, 1), total - 1) if total >= 2 else r
-    return r, total - r
-
-
-def scale_schedule(ev: Evaluation, capacity_iops: dict[str, float], seconds_per_minute: float,
-                   read_share: dict[str, float]) -> list[ScaledPhase]:
-    """The evaluation's phases on this device (see the module docstring, *Scaling*).
-
-    Args:
-        capacity_iops: this device's capacity for each workload in the A+B placement.
-        seconds_per_minute: real seconds per paper minute (the time compression).
-        read_share: each workload's read share (A's and B's caps are split by it).
-    """
-    out: list[ScaledPhase] = []
-    t = 0.0
-    ka = capacity_iops[ev.a_workload] / PAPER_AB_CAPACITY_IOPS[ev.a_workload]
-    kb = capacity_iops[ev.b_workload] / PAPER_AB_CAPACITY_IOPS[ev.b_workload]
-    for ph in ev.phases:
-        a = max(1, round(ph.a_floor_iops * ka))
-        b = max(1, round(ph.b_demand_iops * kb))
-        dur = ph.minutes * seconds_per_minute
-        ar, aw = split_rate(a, read_share[ev.a_workload])
-        br, bw = split_rate(b, read_share[ev.b_workload])
-        out.append(ScaledPhase(a, ar, aw, b, br, bw, t, dur))
-        t += dur
-    return out
-
-
-# ---- metrics (pure) -----------------------------------------------------------------------
-
-F64 = npt.NDArray[np.float64]
-B1 = npt.NDArray[np.bool_]
-
-
-def floor_met(a_ios: npt.ArrayLike, dt_s: npt.ArrayLike, floor_iops: float,
-              frac: float = A_MET_GOAL, slack_ios: int = 1) -> B1:
-    """Per interval: A completed at least ``ceil(frac·floor·dt) - slack_ios`` I/Os (module
-    docstring: the slack is one I/O per direction A uses).
-
-    >>> floor_met([2, 1, 52, 51], [1.0, 1.0, 1.0, 1.0], 3).tolist()[:2]
-    [True, False]
-    """
-    ios = np.asarray(a_ios, dtype=np.float64)
-    need = np.ceil(frac * floor_iops * np.asarray(dt_s, dtype=np.float64) - 1e-9) - slack_ios
-    return np.asarray(ios >= need, dtype=np.bool_)
-
-
-def settle_index(met: Sequence[bool] | B1) -> int | None:
-    """First interval from which A meets its floor in every later interval of the phase, a
-    *dip* excepted: one missed interval with two met intervals before it and two after it --
-    or as many as the phase still has: the phase's end cuts the run of met intervals after
-    a miss in its last two intervals short, and that says nothing about convergence (at a
-    floor two thirds of the emulated HDD, A missed 3 isolated intervals of 54 after
-    convergence in five quick eval-3 runs, so "never settled" hung on the last two seconds
-    of a phase). None when the phase ends missing (its last two intervals, or its last
-    without two met before it); 0 for an empty phase.
-
-    >>> settle_index([False, False, True, True, False, True, True, True])
-    2
-    >>> settle_index([True, False, True, False, True]), settle_index([True, True, False])
-    (4, 0)
-    >>> settle_index([True, True, False, False]), settle_index([False, True, False])
-    (None, None)
-    """
-    m = [bool(x) for x in met]
-    n = len(m)
-    if n == 0:
-        return 0
-    start = n
-    j = n - 1
-    while j >= 0:
-        if m[j]:
-            start = j
-        elif not (j >= 2 and m[j - 2] and m[j - 1] and all(m[j + 1:j + 3])):
-            break
-        j -= 1
-    return None if start == n else start
-
-
-def oracle_b_iops(util_pct: float, iops: float, a_floor_iops: float,
-                  b_demand_iops: float) -> tuple[float, float]:
-    """(capacity at 100 % busy, oracle B) for one phase from its unthrottled calibration.
-
-    ``C = iops·100/util`` (seed 004's busy_per_iops = util/IOPS, so 100 % busy is 100/bpi
-    IOPS for the mix), ``oracle = min(B's demand, max(0, C - a))``.
-
-    >>> [round(v, 1) for v in oracle_b_iops(97.0, 77.6, 27, 75)]
-    [80.0, 53.0]
-    """
-    if util_pct <= 0 or iops <= 0:
-        return math.nan, math.nan
-    cap = iops * 100.0 / min(util_pct, 100.0)
-    return cap, min(b_demand_iops, max(0.0, cap - a_floor_iops))
-
-
-def grid_oracle_b_iops(oracle_iops: float, read_share: float, grid: int = 10) -> float:
-    """The most B gets, at most ``oracle_iops``, from a static limit the kernel enforces as
-    written (module docstring, *B vs the kernel's oracle*).
-
-    >>> grid_oracle_b_iops(35.0, 0.5), grid_oracle_b_iops(50.0, 0.8), grid_oracle_b_iops(8, 0.5)
-    (20.0, 50.0, 8.0)
-    """
-    if not oracle_iops > 0:
-        return 0.0 if oracle_iops == 0 else math.nan
-
-    def enforced(x: float) -> float:
-        return x if x < grid else float(grid * math.floor(x / grid + 1e-9))
-
-    m = min(max(read_share, 0.0), 1.0)
-    if m in (0.0, 1.0):
-        return enforced(oracle_iops)
-    return max(enforced(oracle_iops * m) / m, enforced(oracle_iops * (1 - m)) / (1 - m))
-
-
-@dataclass
-class PhaseMetrics:
-    """How one phase of a run went.
-
-    Attributes:
-        a_floor_iops, b_demand_iops: the phase's targets.
-        intervals: intervals in the phase.
-        a_met_share: share of them in which A met its floor.
-        settle_s: convergence time (None: never settled).
-        a_iops, b_iops: mean completions per second of A and B over the phase.
-        oracle_b_iops: the oracle's B for the phase.
-        util_pct: mean %util.
-        grid_oracle_b_iops: the kernel's oracle (limits on blk-throttle's grid).
-        static_oracle_b_iops: what the best static limit found by trying left B.
-    """
-
-    a_floor_iops: float
-    b_demand_iops: float
-    intervals: int
-    a_met_share: float
-    settle_s: float | None
-    a_iops: float
-    b_iops: float
-    oracle_b_iops: float
-    util_pct: float
-    grid_oracle_b_iops: float = math.nan
-    static_oracle_b_iops: float = math.nan
-
-
-@dataclass
-class RunMetrics:
-    """How one run went (the table's row).
-
-    Attributes:
-        a_met_share: share of all intervals in which A met its floor.
-        a_met_after_share: the same over the intervals from each phase's settle point on
-            (phases that never settled contribute none; see ``unsettled``).
-        settle_s: convergence time per phase (index 0: from the start).
-        unsettled: phases (0-based) that never settled.
-        b_iops: B's mean IOPS over the run.
-        oracle_b_iops: the oracle's mean B over the run (phase-duration weighted).
-        b_vs_oracle: ``b_iops / oracle_b_iops``.
-        limit_changes_per_min: intervals with a changed B limit per minute of run.
-        phases: per-phase details.
-        b_vs_grid_oracle: B against the kernel's oracle (NaN when none was given).
-        b_vs_static_oracle: B against what the best static limit, found by trying, left B
-            (NaN when not searched).
-    """
-
-    a_met_share: float
-    a_met_after_share: float
-    settle_s: list[float | None]
-    unsettled: list[int]
-    b_iops: float
-    oracle_b_iops: float
-    b_vs_oracle: float
-    limit_changes_per_min: float
-    phases: list[PhaseMetrics]
-    b_vs_grid_oracle: float = math.nan
-    b_vs_static_oracle: float = math.nan
-
-
-@dataclass
-class Samples:
-    """Per-interval measurements of one run (arrays of equal length).
-
-    Attributes:
-        t_end_s: end of the interval, seconds since the run's start.
-        dt_s: interval length.
-        a_ios, b_ios: A's and B's completions (reads + writes) in the interval.
-        util_pct, dev_iops: device %util and completions per second.
-        b_riops, b_wiops: B's limits read back at the interval's end (nan = none).
-    """
-
-    t_end_s: list[float] = field(default_factory=list)
-    dt_s: list[float] = field(default_factory=list)
-    a_ios: list[float] = field(default_factory=list)
-    b_ios: list[float] = field(default_factory=list)
-    util_pct: list[float] = field(default_factory=list)
-    dev_iops: list[float] = field(default_factory=list)
-    b_riops: list[float] = field(default_factory=list)
-    b_wiops: list[float] = field(default_factory=list)
-
-    def arrays(self) -> dict[str, F64]:
-        return {k: np.asarray(v, dtype=np.float64) for k, v in asdict(self).items()}
-
-
-def phase_of(t_end_s: F64, dt_s: F64, phases: Sequence[ScaledPhase]) -> npt.NDArray[np.int64]:
-    """Index of the phase holding each interval's midpoint (-1: after the last)."""
-    mid = t_end_s - dt_s / 2
-    starts = np.array([p.start_s for p in phases])
-    idx = np.searchsorted(starts, mid, side="right") - 1
-    end = phases[-1].end_s if phases else 0.0
-    return np.where(mid >= end, -1, idx).astype(np.int64)
-
-
-def run_metrics(s: Samples, phases: Sequence[ScaledPhase], oracle: Sequence[float], *,
-                interval_s: float = 1.0, frac: float = A_MET_GOAL,
-                grid_oracle: Sequence[float] | None = None,
-                static_oracle: Sequence[float] | None = None) -> RunMetrics:
-    """The table's numbers for one run (see the module docstring for each)."""
-    x = s.arrays()
-    ph = phase_of(x["t_end_s"], x["dt_s"], phases)
-    out: list[PhaseMetrics] = []
-    met_all: list[bool] = []
-    met_after: list[bool] = []
-    settles: list[float | None] = []
-    unsettled: list[int] = []
-    b_done = b_oracle = b_grid = b_static = 0.0
-    for k, p in enumerate(phases):
-        sel = ph == k
-        dt = x["dt_s"][sel]
-        slack = max(1, int(p.a_riops > 0) + int(p.a_wiops > 0))
-        met = floor_met(x["a_ios"][sel], dt, p.a_floor_iops, frac, slack)
-        k0 = settle_index(met)
-        met_all += met.tolist()
-        if k0 is None:
-            unsettled.append(k)
-            settles.append(None)
-        else:
-            met_after += met[k0:].tolist()
-            settles.append(float(k0) * interval_s)
-        span = float(dt.sum())
-        a_iops = float(x["a_ios"][sel].sum() / span) if span > 0 else math.nan
-        b_iops = float(x["b_ios"][sel].sum() / span) if span > 0 else math.nan
-        util = float((x["util_pct"][sel] * dt).sum() / span) if span > 0 else math.nan
-        g_k = math.nan if grid_oracle is None else float(grid_oracle[k])
-        s_k = math.nan if static_oracle is None else float(static_oracle[k])
-        out.append(PhaseMetrics(p.a_floor_iops, p.b_demand_iops, int(sel.sum()),
-                                float(met.mean()) if met.size else math.nan,
-                                settles[-1], a_iops, b_iops, float(oracle[k]), util, g_k, s_k))
-        b_done += float(x["b_ios"][sel].sum())
-        b_oracle += float(oracle[k]) * span
-        b_grid += g_k * span
-        b_static += s_k * span
-    total_s = float(x["dt_s"][ph >= 0].sum())
-    lim = np.stack([x["b_riops"], x["b_wiops"]], axis=1)
-    prev = np.vstack([np.full((1, 2), np.nan), lim[:-1]]) if len(lim) else lim
-    same = (lim == prev) | (np.isnan(lim) & np.isnan(prev))
-    changes = int((~same.all(axis=1)).sum()) if len(lim) else 0
-    return RunMetrics(
-        a_met_share=float(np.mean(met_all)) if met_all else math.nan,
-        a_met_after_share=float(np.mean(met_after)) if met_after else math.nan,
-        settle_s=settles, unsettled=unsettled,
-        b_iops=b_done / total_s if total_s > 0 else math.nan,
-        oracle_b_iops=b_oracle / total_s if total_s > 0 else math.nan,
-        b_vs_oracle=b_done / b_oracle if b_oracle > 0 else math.nan,
-        limit_changes_per_min=changes / (total_s / 60.0) if total_s > 0 else math.nan,
-        phases=out, b_vs_grid_oracle=b_done / b_grid if b_grid > 0 else math.nan,
-        b_vs_static_oracle=b_done / b_static if b_static > 0 else math.nan)
-
+from iogauge.guarantee.policy import GroupLimit
+from iogauge.lab.cgroup_rig import (
+    BLKIO_ROOT,
+    CGROUP_PREFIX,
+    ControllerThread,
+    EvalError,
+    FioJob,
+    cgroup_pair,
+    fio_text,
+    first_io,
+    leftover_cgroups,
+    loadavg,
+    paced,
+    preflight,
+    read_stat,
+    remove_cgroup,
+    start_fio,
+)
+from iogauge.lab.guarantee_schedule import (
+    A_MET_GOAL,
+    B_ORACLE_GOAL,
+    CONTROLLERS,
+    CONVERGENCE_GOAL_S,
+    PAPER_AB_CAPACITY_IOPS,
+    PAPER_EVALUATIONS,
+    ControllerName,
+    Evaluation,
+    Phase,
+    PhaseMetrics,
+    RunMetrics,
+    Samples,
+    ScaledPhase,
+    _static_limit,
+    floor_met,
+    grid_oracle_b_iops,
+    largest_good,
+    oracle_b_iops,
+    phase_of,
+    run_metrics,
+    scale_schedule,
+    settle_index,
+    split_rate,
+    static_limit_candidates,
+)
+from iogauge.lab.workloads import PAPER_SEC3_WORKLOADS, oe_paper
 
 # ---- configuration ------------------------------------------------------------------------
 
@@ -542,188 +213,14 @@ QUICK = EvalConfig(seconds_per_minute=1.6, capacity_s=8.0, calibration_s=7.0, wa
                    oracle_search_s=0.0)
 
 
-# ---- the system part ----------------------------------------------------------------------
-
-def _write(path: Path, text: str) -> None:
-    with path.open("w") as f:  # one write(2): cgroup files reject partial writes
-        f.write(text)
-
-
-def preflight() -> None:
-    """Refuse clearly unless root, blkio throttling and fio are there."""
-    if os.geteuid() != 0:
-        raise EvalError(f"needs root (running as uid {os.geteuid()}): it creates an emulated "
-                        "block device and cgroups")
-    if not (BLKIO_ROOT / "blkio.throttle.read_iops_device").exists():
-        raise EvalError(f"needs the cgroup v1 blkio hierarchy with throttling at {BLKIO_ROOT} "
-                        "(blkio.throttle.read_iops_device is missing)")
-    import shutil  # noqa: PLC0415 - only here
-
-    if shutil.which("fio") is None:
-        raise EvalError("needs fio on PATH (apt-get install fio)")
-
-
-def remove_cgroup(cg: Path, root: Path = BLKIO_ROOT, wait_s: float = 10.0) -> bool:
-    """Move ``cg``'s processes to ``root`` and remove it; False if it is still there."""
-    deadline = time.monotonic() + wait_s
-    while cg.exists():
-        with contextlib.suppress(OSError):
-            for pid in (cg / "cgroup.procs").read_text().split():
-                with contextlib.suppress(OSError):
-                    _write(root / "cgroup.procs", pid + "\n")
-        with contextlib.suppress(OSError):
-            cg.rmdir()
-        if not cg.exists():
-            return True
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.1)
-    return True
-
-
-def leftover_cgroups(root: Path = BLKIO_ROOT, pid: int | None = None) -> list[Path]:
-    """cgroups of this module still under ``root`` (of process ``pid``, or of anyone)."""
-    prefix = CGROUP_PREFIX + (f"{pid}-" if pid is not None else "")
-    return sorted(p for p in root.glob(prefix + "*") if p.is_dir())
-
-
-@contextlib.contextmanager
-def cgroup_pair(tag: str, root: Path = BLKIO_ROOT) -> Iterator[tuple[Path, Path]]:
-    """``(A, B)`` fresh blkio cgroups, emptied and removed on exit whatever happens."""
-    made: list[Path] = []
-    try:
-        for side in ("a", "b"):
-            cg = root / f"{CGROUP_PREFIX}{os.getpid()}-{tag}-{side}"
-            cg.mkdir()
-            made.append(cg)
-        yield made[0], made[1]
-    finally:
-        left = [cg for cg in reversed(made) if not remove_cgroup(cg, root)]
-        if left:
-            raise EvalError(f"could not remove {', '.join(map(str, left))} (processes still "
-                            "in it?)")
-
-
-@dataclass
-class FioProc:
-    """A fio process in its own session, output in a temporary file."""
-
-    proc: subprocess.Popen[bytes]
-    job: Path
-    output: Path
-
-    def output_text(self) -> str:
-        try:
-            return self.output.read_text(errors="replace")[-2000:]
-        except OSError:
-            return ""
-
-    def check(self) -> None:
-        if self.proc.poll() is not None and self.proc.returncode != 0:
-            raise EvalError(f"fio exited with status {self.proc.returncode}:\n"
-                            f"{self.output_text()}")
-
-    def stop(self, grace_s: float = 5.0) -> None:
-        if self.proc.poll() is None:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(self.proc.pid, signal.SIGTERM)
-            try:
-                self.proc.wait(timeout=grace_s)
-            except subprocess.TimeoutExpired:
-                with contextlib.suppress(ProcessLookupError):
-                    os.killpg(self.proc.pid, signal.SIGKILL)
-                self.proc.wait(timeout=grace_s)
-
-
-@contextlib.contextmanager
-def start_fio(job_text: str, workdir: Path, name: str,
-              cgroup: Path | None = None) -> Iterator[FioProc]:
-    """Run fio on ``job_text`` (in ``cgroup`` from its first I/O); always killed on exit."""
-    job = workdir / f"{name}.fio"
-    job.write_text(job_text)
-    output = workdir / f"{name}.out"
-    cmd = ["fio", "--output-format=terse", str(job)]
-    if cgroup is not None:
-        # Join the cgroup before exec, so every fio thread is in it from its first I/O.
-        cmd = ["sh", "-c", 'echo $$ > "$0/cgroup.procs" && exec "$@"', str(cgroup), *cmd]
-    with output.open("wb") as out:
-        proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT,
-                                stdin=subprocess.DEVNULL, start_new_session=True)
-    fp = FioProc(proc, job, output)
-    try:
-        yield fp
-    finally:
-        fp.stop()
-
-
-def paced(w: Workload) -> Workload:
-    """``w`` with one I/O size -- its most frequent -- so fio's ``rate_iops`` counts I/Os
-    (module docstring, *Load*); a single-size workload is returned unchanged."""
-    if len(w.sizes) == 1:
-        return w
-    top = max(w.sizes, key=lambda s: s.share)
-    note = f"sizes: {top.size_bytes} B only (fio paces rate_iops in bytes)"
-    return replace(w, sizes=(IoSize(top.size_bytes, 1.0),), notes=(*w.notes, note))
-
-
-@dataclass(frozen=True)
-class FioJob:
-    """One fio job section: a workload, when it runs and its caps (None: uncapped)."""
-
-    name: str
-    workload: Workload
-    start_s: float
-    duration_s: float
-    riops: int | None = None
-    wiops: int | None = None
-
-
-def fio_text(jobs: Sequence[FioJob], filename: str, device_bytes: int, depth: int) -> str:
-    """A fio job file: :func:`iogauge.lab.workloads.fio_job`'s placement of each workload
-    (offsets, zones, sizes, read share), with libaio at ``depth`` I/Os in flight instead of
-    threads, ``startdelay``/``runtime`` per job and exact ``rate_iops=reads,writes``."""
-    base = fio_job([replace(j.workload, name=j.name, threads=1, rate_iops=None,
-                            rate_schedule=()) for j in jobs], filename,
-                   device_bytes=device_bytes)
-    sections = base.rstrip("\n").split("\n\n")
-    glob = ["ioengine=libaio" if ln == "ioengine=psync" else
-            f"iodepth={depth}" if ln == "iodepth=1" else ln
-            for ln in sections[0].splitlines()]
-    glob += ["thread", "norandommap", "time_based=1"]
-    out = ["\n".join(glob)]
-    for j, sec in zip(jobs, sections[1:], strict=True):
-        lines = sec.splitlines()
-        extra = [f"startdelay={j.start_s:g}", f"runtime={j.duration_s:g}"]
-        if j.riops is not None and j.wiops is not None:
-            total = j.riops + j.wiops
-            # The mix follows the caps (rounding moved it a little): fio picks each I/O's
-            # direction by rwmixread, then waits for that direction's rate.
-            lines = [f"rwmixread={round(100 * j.riops / total)}" if ln.startswith("rwmixread=")
-                     else ln for ln in lines]
-            extra.append(f"rate_iops={j.riops},{j.wiops}")
-        out.append("\n".join(lines + extra))
-    return "\n\n".join(out) + "\n"
-
-
-def _loadavg() -> float:
-    try:
-        return float(Path("/proc/loadavg").read_text().split()[0])
-    except (OSError, ValueError, IndexError):
-        return math.nan
-
-
-def _read_stat(name: str) -> tuple[int, int, int]:
-    """(reads, writes, io_ticks ms) of block device ``name`` (/sys/block/NAME/stat)."""
-    f = (Path("/sys/block") / name / "stat").read_text().split()
-    return int(f[0]), int(f[4]), int(f[9])
-
+# ---- capacity ------------------------------------------------------------------------------
 
 @dataclass
 class Capacity:
     """A closed-loop capacity run.
 
     Attributes:
-        workload: seed-004 workload name.
+        workload: [Oe] workload name.
         iops, util_pct: over the steady window.
         capacity_iops: ``iops·100/util``.
     """
@@ -736,17 +233,17 @@ class Capacity:
 
 def measure_capacity(dev: str, device_bytes: int, workload: str, cfg: EvalConfig,
                      workdir: Path) -> Capacity:
-    """Seed 004's ``workload`` on both partitions (A+B), closed loop, unthrottled."""
+    """[Oe]'s ``workload`` on both partitions (A+B), closed loop, unthrottled."""
     name = Path(os.path.realpath(dev)).name
-    wls = [paced(w) for w in seed004(workload, "A+B", threads=cfg.depth)]
+    wls = [paced(w) for w in oe_paper(workload, "A+B", threads=cfg.depth)]
     depth = max(1, cfg.depth // len(wls))
     jobs = [FioJob(f"cap-{w.name}", w, 0.0, cfg.capacity_s) for w in wls]
     with start_fio(fio_text(jobs, dev, device_bytes, depth), workdir, f"cap-{workload}") as fp:
         time.sleep(cfg.warmup_s)
-        r0, w0, t0 = _read_stat(name)
+        r0, w0, t0 = read_stat(name)
         m0 = time.monotonic()
         time.sleep(cfg.capacity_s - cfg.warmup_s - 0.5)
-        r1, w1, t1 = _read_stat(name)
+        r1, w1, t1 = read_stat(name)
         m1 = time.monotonic()
         fp.check()
     dt = m1 - m0
@@ -784,81 +281,27 @@ class RunResult:
     loadavg: tuple[float, float] = (math.nan, math.nan)
 
 
-class _ControllerThread:
-    """The guarantee controller, in-process, on its own thread (stopped and joined on exit;
-    its run() restores every limit it wrote)."""
+@dataclass(frozen=True)
+class _Reading:
+    """Counters at one instant: A's and B's I/Os, the device's (reads, writes, io_ticks
+    ms), the monotonic time."""
 
-    def __init__(self, policy: str, dev: str, a: Path, b: Path, floor: float,
-                 interval_s: float, state_dir: Path, say: Callable[[str], None]) -> None:
-        from iogauge.guarantee.config import GuaranteeConfig, ProtectSpec  # noqa: PLC0415
-        from iogauge.guarantee.controller import Controller  # noqa: PLC0415
+    a_ios: int
+    b_ios: int
+    stat: tuple[int, int, int]
+    t: float
 
-        cfg = GuaranteeConfig(device=dev, protect=(ProtectSpec(a, float(floor)),),
-                              throttle=(b,), interval_s=interval_s,
-                              policy="paper" if policy == "paper" else "adaptive",
-                              state=state_dir / "guarantee.state.json", record=False)
-        self.a = a
-        self.controller = Controller(cfg, say=say)
-        self.stop_event = threading.Event()
-        self.error: BaseException | None = None
-        self.thread = threading.Thread(target=self._run, name=f"guarantee-{policy}",
-                                       daemon=True)
-
-    def _run(self) -> None:
-        try:
-            self.controller.run(self.stop_event)
-        except BaseException as exc:  # noqa: BLE001 - re-raised in the main thread
-            self.error = exc
-
-    def start(self) -> None:
-        self.thread.start()
-
-    def set_floor(self, floor: float) -> None:
-        self.controller.set_floors({str(self.a): float(floor)})
-
-    def check(self) -> None:
-        if self.error is not None:
-            raise EvalError(f"the controller stopped: {self.error}") from self.error
-
-    def stop(self) -> None:
-        self.stop_event.set()
-        self.thread.join(60)
-        if self.thread.is_alive():
-            raise EvalError("the controller did not stop within 60 s; run `iogauge guarantee "
-                            "release` with its state file")
-
-
-def _first_io(hier: CgroupV1, cg: Path, devnum: DevNum, fio: FioProc,
-              timeout_s: float = 10.0) -> float:
-    """Monotonic time of the first completed I/O of cgroup ``cg`` (polled every 2 ms)."""
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if sum(hier.read_counts(cg, devnum)) > 0:
-            return time.monotonic()
-        fio.check()
-        time.sleep(0.002)
-    raise EvalError(f"fio did no I/O in {cg} within {timeout_s:g} s:\n{fio.output_text()}")
-
-
-def _static_limit(phases: Sequence[ScaledPhase], cap1_iops: float, b_read_share: float,
-                  x: float) -> tuple[int, int]:
-    """B's fixed limit: ``x·C1 - a1`` IOPS split by B's read share, placed on the kernel's
-    grid as the controller places its own (:func:`iogauge.guarantee.policy.grid_targets`),
-    at least 1 per direction."""
-    b = max(2.0, x * cap1_iops - phases[0].a_floor_iops)
-    return _grid_limit(b, b_read_share)
-
-
-def _grid_limit(b_iops: float, b_read_share: float,
-                grid: int = KERNEL_LIMIT_GRID_IOPS) -> tuple[int, int]:
-    """A static limit of ``b_iops`` on B split by its read share and placed on the kernel's
-    grid as the controllers place theirs (:func:`iogauge.guarantee.policy.grid_targets`),
-    at least 1 per direction."""
-    from iogauge.guarantee.policy import Targets, grid_targets  # noqa: PLC0415
-
-    t = Targets({"A": 1.0}, ("B",), limit_grid_iops=grid)
-    r, w = grid_targets(t, b_iops * b_read_share, b_iops * (1 - b_read_share))
-    return max(1, math.floor(r + 1e-9)), max(1, math.floor(w + 1e-9))
+    def append(self, s: Samples, prev: _Reading, t0: float, lim: GroupLimit) -> None:
+        """The interval from ``prev`` to this reading as one sample (B's limit ``lim``)."""
+        dt = self.t - prev.t
+        s.t_end_s.append(self.t - t0)
+        s.dt_s.append(dt)
+        s.a_ios.append(float(self.a_ios - prev.a_ios))
+        s.b_ios.append(float(self.b_ios - prev.b_ios))
+        s.dev_iops.append((self.stat[0] + self.stat[1] - prev.stat[0] - prev.stat[1]) / dt)
+        s.util_pct.append(min(100.0, (self.stat[2] - prev.stat[2]) / (dt * 10.0)))
+        s.b_riops.append(math.nan if lim.riops is None else float(lim.riops))
+        s.b_wiops.append(math.nan if lim.wiops is None else float(lim.wiops))
 
 
 def run_once(dev: str, device_bytes: int, ev: Evaluation, phases: Sequence[ScaledPhase],
@@ -870,8 +313,8 @@ def run_once(dev: str, device_bytes: int, ev: Evaluation, phases: Sequence[Scale
     devnum = resolve_device(dev).devnum
     name = Path(os.path.realpath(dev)).name
     hier = CgroupV1(BLKIO_ROOT)
-    a_wl = paced(SEED004_WORKLOADS[ev.a_workload]("A", threads=1))
-    b_wl = paced(SEED004_WORKLOADS[ev.b_workload]("B", threads=1, group="B"))
+    a_wl = paced(PAPER_SEC3_WORKLOADS[ev.a_workload]("A", threads=1))
+    b_wl = paced(PAPER_SEC3_WORKLOADS[ev.b_workload]("B", threads=1, group="B"))
     total_s = phases[-1].end_s
     a_jobs = [FioJob(f"a-phase{k + 1}", a_wl, p.start_s, p.duration_s, p.a_riops, p.a_wiops)
               for k, p in enumerate(phases)]
@@ -880,7 +323,7 @@ def run_once(dev: str, device_bytes: int, ev: Evaluation, phases: Sequence[Scale
     b_jobs = [FioJob(f"b-phase{k + 1}", b_wl, p.start_s, p.duration_s, p.b_riops, p.b_wiops)
               for k, p in enumerate(phases)]
     res = RunResult(ev.number, controller, list(phases), static_limit, Samples())
-    load0 = _loadavg()
+    load0 = loadavg()
     lines = res.controller_lines
     t_wall = time.monotonic()
     with contextlib.ExitStack() as stack:
@@ -889,11 +332,11 @@ def run_once(dev: str, device_bytes: int, ev: Evaluation, phases: Sequence[Scale
             hier.write_limit(b_cg, devnum, "riops", static_limit[0])
             hier.write_limit(b_cg, devnum, "wiops", static_limit[1])
             say(f"static limit on B: riops {static_limit[0]} wiops {static_limit[1]}")
-        ctl: _ControllerThread | None = None
+        ctl: ControllerThread | None = None
         if controller in ("paper", "adaptive"):
             state_dir = Path(stack.enter_context(tempfile.TemporaryDirectory(
                 prefix="iogauge-eval-state-")))
-            ctl = _ControllerThread(controller, dev, a_cg, b_cg, phases[0].a_floor_iops,
+            ctl = ControllerThread(controller, dev, a_cg, b_cg, phases[0].a_floor_iops,
                                     cfg.interval_s, state_dir, lines.append)
         fio_a = stack.enter_context(start_fio(
             fio_text(a_jobs, dev, device_bytes, cfg.depth), workdir, f"{tag}-a", a_cg))
@@ -902,16 +345,14 @@ def run_once(dev: str, device_bytes: int, ev: Evaluation, phases: Sequence[Scale
         # new phase showing in the last interval of the old one). A issues its first I/O at
         # once (linear pacing), so its first completion marks fio's t=0 to within one
         # service time.
-        t0 = _first_io(hier, a_cg, devnum, fio_a)
+        t0 = first_io(hier, a_cg, devnum, fio_a)
         fio_b = stack.enter_context(start_fio(
             fio_text(b_jobs, dev, device_bytes, cfg.depth), workdir, f"{tag}-b", b_cg))
         if ctl is not None:
             ctl.start()
             stack.callback(ctl.stop)  # restores the limits before fio and cgroups go
-        prev_a = sum(hier.read_counts(a_cg, devnum))
-        prev_b = sum(hier.read_counts(b_cg, devnum))
-        prev_stat = _read_stat(name)
-        prev_t = t0
+        prev = _Reading(sum(hier.read_counts(a_cg, devnum)),
+                        sum(hier.read_counts(b_cg, devnum)), read_stat(name), t0)
         next_phase = 1
         k = 0
         while True:
@@ -927,22 +368,11 @@ def run_once(dev: str, device_bytes: int, ev: Evaluation, phases: Sequence[Scale
                     ctl.set_floor(phases[next_phase].a_floor_iops)
                 next_phase += 1
             time.sleep(max(0.0, deadline - time.monotonic()))
-            a_now = sum(hier.read_counts(a_cg, devnum))
-            b_now = sum(hier.read_counts(b_cg, devnum))
-            stat = _read_stat(name)
-            now = time.monotonic()
-            lim = hier.read_limit(b_cg, devnum)
-            dt = now - prev_t
-            s = res.samples
-            s.t_end_s.append(now - t0)
-            s.dt_s.append(dt)
-            s.a_ios.append(float(a_now - prev_a))
-            s.b_ios.append(float(b_now - prev_b))
-            s.dev_iops.append((stat[0] + stat[1] - prev_stat[0] - prev_stat[1]) / dt)
-            s.util_pct.append(min(100.0, (stat[2] - prev_stat[2]) / (dt * 10.0)))
-            s.b_riops.append(math.nan if lim.riops is None else float(lim.riops))
-            s.b_wiops.append(math.nan if lim.wiops is None else float(lim.wiops))
-            prev_a, prev_b, prev_stat, prev_t = a_now, b_now, stat, now
+            cur = _Reading(sum(hier.read_counts(a_cg, devnum)),
+                           sum(hier.read_counts(b_cg, devnum)), read_stat(name),
+                           time.monotonic())
+            cur.append(res.samples, prev, t0, hier.read_limit(b_cg, devnum))
+            prev = cur
             fio_a.check()
             fio_b.check()
             if ctl is not None:
@@ -952,7 +382,7 @@ def run_once(dev: str, device_bytes: int, ev: Evaluation, phases: Sequence[Scale
                 with contextlib.suppress(IogaugeError, OSError):
                     hier.write_limit(b_cg, devnum, key, None)
     res.wall_s = time.monotonic() - t_wall
-    res.loadavg = (load0, _loadavg())
+    res.loadavg = (load0, loadavg())
     return res
 
 
@@ -1028,62 +458,6 @@ def calibrate_phases(dev: str, device_bytes: int, ev: Evaluation,
             orc if orc >= p.b_demand_iops else
             grid_oracle_b_iops(orc, b_share, KERNEL_LIMIT_GRID_IOPS))
     return [cals[(p.a_floor_iops, p.b_demand_iops)] for p in phases]
-
-
-def static_limit_candidates(b_demand_iops: int, read_share: float,
-                            grid: int = KERNEL_LIMIT_GRID_IOPS,
-                            ) -> list[tuple[tuple[int, int] | None, float]]:
-    """Every static limit worth trying on B, as (limit, the IOPS B keeps under it), fewer
-    first: one limit per distinct enforced rate, each placed on the kernel's grid as the
-    controllers place theirs, then ``None`` (no limit: B's whole demand).
-
-    B keeps its mix m under a limit (its reads and writes are paced together), so it gets
-    ``min(demand, R/m, W/(1-m))`` with R, W the rates the kernel enforces.
-
-    >>> [(lim, round(b, 1)) for lim, b in static_limit_candidates(45, 0.5)][:4]
-    [((1, 1), 2.0), ((2, 2), 4.0), ((3, 3), 6.0), ((4, 4), 8.0)]
-    >>> [(lim, round(b, 1)) for lim, b in static_limit_candidates(45, 0.5)][-3:]
-    [((10, 10), 20.0), ((20, 20), 40.0), (None, 45.0)]
-    """
-    from iogauge.guarantee.policy import Targets  # noqa: PLC0415
-
-    on_grid = Targets({"A": 1.0}, ("B",), limit_grid_iops=grid).on_grid
-    out: list[tuple[tuple[int, int] | None, float]] = []
-    seen: set[float] = set()
-    for total in range(2, b_demand_iops):
-        lim = _grid_limit(total, read_share, grid)
-        keeps = min(float(b_demand_iops),
-                    on_grid(lim[0]) / read_share if read_share > 0 else math.inf,
-                    on_grid(lim[1]) / (1 - read_share) if read_share < 1 else math.inf)
-        key = round(keeps, 6)
-        if key in seen or keeps >= b_demand_iops:
-            continue
-        seen.add(key)
-        out.append((lim, keeps))
-    out.sort(key=lambda c: c[1])
-    out.append((None, float(b_demand_iops)))
-    return out
-
-
-def largest_good(n: int, good: Callable[[int], bool], *, start: int = 0) -> int:
-    """The largest i in 0..n-1 with ``good(i)``, for a ``good`` that holds up to some index
-    and fails above it (-1: none), trying ``start`` first and then bisecting.
-
-    >>> tried = []
-    >>> largest_good(13, lambda i: tried.append(i) or i <= 9, start=8), tried
-    (9, [8, 10, 9])
-    >>> largest_good(4, lambda i: False, start=3), largest_good(4, lambda i: True, start=1)
-    (-1, 3)
-    """
-    lo, hi = -1, n  # largest known good, smallest known bad
-    i = min(max(start, 0), n - 1)
-    while hi - lo > 1:
-        if good(i):
-            lo = i
-        else:
-            hi = i
-        i = (lo + hi) // 2  # strictly between lo and hi while they are 2 or more apart
-    return lo
 
 
 def search_static_oracle(dev: str, device_bytes: int, ev: Evaluation, phase: ScaledPhase,
@@ -1194,7 +568,7 @@ def run_evaluations(cfg: EvalConfig, *, say: Callable[[str], None] = lambda _m: 
     from iogauge.lab.device import find as lab_find  # noqa: PLC0415
 
     t_start = time.monotonic()
-    read_share = {n: f("A").read_share for n, f in SEED004_WORKLOADS.items()}
+    read_share = {n: f("A").read_share for n, f in PAPER_SEC3_WORKLOADS.items()}
     with contextlib.ExitStack() as stack:
         workdir = Path(stack.enter_context(tempfile.TemporaryDirectory(
             prefix="iogauge-eval-")))

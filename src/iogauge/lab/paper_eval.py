@@ -1,4 +1,4 @@
-"""Seed 004 §5's evaluations (``paper-eval1`` .. ``paper-eval3``) in the simulator.
+"""[Oe] §5's evaluations (``paper-eval1`` .. ``paper-eval3``) in the simulator.
 
 Each evaluation replays one of the paper's schedules (Table 3: **1** file share A vs backup
 B, **2** file share vs file share, **3** backup vs backup; Tables 4-6: A's target, B's load,
@@ -61,25 +61,25 @@ of two apart -- the paper's 80 -> 160 IOPS (§4: 5.68 -> 5.72 ms, +0.78 %, "the 
 guarantee when the load doubles") -- here 40 % and 80 % of the mix's closed-loop capacity,
 both below the lowest knee the paper reports (80 %).
 
-**Device mode** (:func:`device_paper_eval`) runs the evaluation on the emulated block device
-in real cgroups through the harness of :mod:`iogauge.lab.guarantee_eval` (its own scaling,
-time compression and metrics; ``benchmarks/guarantee_eval.py`` is its command line) and
-writes its table and plots in the same three files.
+**Device mode** (:func:`iogauge.lab.paper_eval_device.device_paper_eval`) runs the
+evaluation on the emulated block device in real cgroups through the harness of
+:mod:`iogauge.lab.guarantee_eval` (its own scaling, time compression and metrics;
+``benchmarks/guarantee_eval.py`` is its command line) and writes its table and plots in the
+same three files.
 """
 
 from __future__ import annotations
 
 import html
-import importlib
 import math
 import multiprocessing
 import os
 import time
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
-from typing import Any, Literal
+from typing import Any
 
 import polars as pl
 
@@ -89,17 +89,36 @@ from iogauge.guarantee.policy import (
     Decision,
     PaperParams,
     Policy,
-    PolicyName,
     Targets,
     make_policy,
 )
-from iogauge.lab.experiments import (
-    PAPER_AB_OVER_A,
-    PAPER_MAX_A,
+from iogauge.lab.paper_eval_setup import (
+    A_PARTITION,
+    B_PARTITION,
+    DEFAULT_CONFIG,
+    EVAL_EXPERIMENTS,
+    FULL_UTIL_PCT,
+    PAPER_AB_CAPACITY_IOPS,
+    PAPER_EVALUATIONS,
+    QUICK,
+    VARIANT_NAMES,
+    VARIANTS,
+    Actuator,
+    PaperEvalConfig,
+    PaperEvalError,
+    PaperEvaluation,
+    Phase,
+    ScaledPhase,
+    Variant,
+    eval_workloads,
+    phase_index,
+    scale_phases,
+    variant,
+)
+from iogauge.lab.paper_report import (
     PAPER_SVCTM_MS,
     REPORT_CSS,
     Comparison,
-    ExperimentError,
     holds_text,
     nice_ceiling,
 )
@@ -113,268 +132,6 @@ from iogauge.lab.simulator import (
     simulate,
     simulate_max_iops,
 )
-from iogauge.lab.workloads import SEED004_WORKLOADS, Arrival, Workload
-
-Actuator = Literal["user", "kernel"]
-
-#: Experiment names -> evaluation number.
-EVAL_EXPERIMENTS = {"paper-eval1": 1, "paper-eval2": 2, "paper-eval3": 3}
-#: §5 / Fig. 9: group A on the volume's last 500 GB (§3's partition B), group B on its
-#: first 500 GB (§3's partition A); see the module docstring.
-A_PARTITION = "B"
-B_PARTITION = "A"
-#: §3: maximum IOPS on partition A (239 / 65) x the share left on A+B (70 % / 69 %).
-PAPER_AB_CAPACITY_IOPS = {w: PAPER_MAX_A[w] * PAPER_AB_OVER_A[w] for w in PAPER_MAX_A}
-#: %util at or above which a sample counts as "100 %" for the reports (iostat's 100.00).
-FULL_UTIL_PCT = 99.995
-
-
-class PaperEvalError(ExperimentError):
-    """A paper evaluation cannot run (bad configuration, no device harness)."""
-
-
-# ---- the paper's evaluations ----------------------------------------------------------------
-
-@dataclass(frozen=True)
-class Phase:
-    """One row of Tables 4-6.
-
-    Attributes:
-        a_floor_iops: A's target (A の目標 iops): the policy's floor and A's load cap.
-        b_demand_iops: B's load (B の iops): the cap of B's load threads.
-        minutes: duration (継続時間 (分)).
-    """
-
-    a_floor_iops: float
-    b_demand_iops: float
-    minutes: float
-
-
-@dataclass(frozen=True)
-class PaperEvaluation:
-    """One of seed 004's evaluations and what the paper reports about it.
-
-    Attributes:
-        number: 1, 2 or 3.
-        a_workload, b_workload: Table 3 (``file-share`` or ``backup``).
-        phases: Tables 4-6.
-        paper_updates: target updates the paper needed (§5: 2, 1, 1).
-        paper_update_times_s: when they happened, where the text says (eval 1: Fig. 11).
-        paper_first_x_pct: X after the first update (eval 1: 63 %; eval 2: 87 %; eval 3:
-            "the same course as eval 2", 87 % per DESIGN §5.5).
-        paper_x_note: the paper's words on X, for the table.
-    """
-
-    number: int
-    a_workload: str
-    b_workload: str
-    phases: tuple[Phase, ...]
-    paper_updates: int
-    paper_update_times_s: tuple[float, ...]
-    paper_first_x_pct: float
-    paper_x_note: str
-
-    @property
-    def title(self) -> str:
-        return f"evaluation {self.number}: {self.a_workload} A vs {self.b_workload} B"
-
-
-#: Seed 004 §5: Table 3 (workloads), Tables 4-6 (schedules), Figs. 10-15 (outcomes).
-PAPER_EVALUATIONS: dict[int, PaperEvaluation] = {
-    1: PaperEvaluation(1, "file-share", "backup",
-                       (Phase(5, 50, 5), Phase(50, 50, 10), Phase(5, 50, 10)),
-                       2, (500.0, 700.0), 63.0,
-                       "95 → 63 % at the first update (≈500 s), lowered again at ≈700 s "
-                       "(value not given); not reset after A's target fell back to 5"),
-    2: PaperEvaluation(2, "file-share", "file-share",
-                       (Phase(10, 200, 5), Phase(100, 200, 10), Phase(50, 200, 10)),
-                       1, (), 87.0, "95 → 87 %, then A held 100 IOPS"),
-    3: PaperEvaluation(3, "backup", "backup",
-                       (Phase(5, 30, 5), Phase(30, 30, 10), Phase(5, 30, 10)),
-                       1, (), 87.0, "one update, \"the same course as evaluation 2\" "
-                       "(87 %, DESIGN §5.5)"),
-}
-
-
-@dataclass(frozen=True)
-class Variant:
-    """One row of the table: a policy, how B is limited, and its saturation threshold.
-
-    Attributes:
-        name: short id (``paper/user``).
-        policy: ``paper`` or ``adaptive``.
-        actuator: ``user`` (seed 004's per-second cap on B's total issue rate) or ``kernel``
-            (per-direction io.max-style limits).
-        full_util_pct: the paper policy's "100 %" threshold (None: the policy's default).
-        label: what the row is, for the reports.
-    """
-
-    name: str
-    policy: PolicyName
-    actuator: Actuator
-    full_util_pct: float | None
-    label: str
-
-
-VARIANTS: tuple[Variant, ...] = (
-    Variant("paper/user", "paper", "user", None,
-            "paper policy, seed 004's limiter (the reproduction)"),
-    Variant("paper/kernel", "paper", "kernel", None,
-            "paper policy, kernel per-direction limits (iogauge live)"),
-    Variant("adaptive/kernel", "adaptive", "kernel", None,
-            "adaptive policy, kernel per-direction limits (iogauge's default)"),
-    Variant("paper/user/util99", "paper", "user", 99.0,
-            "sensitivity: paper/user with %util ≥ 99 counted as 100 %"),
-)
-VARIANT_NAMES = tuple(v.name for v in VARIANTS)
-
-
-def variant(name: str) -> Variant:
-    for v in VARIANTS:
-        if v.name == name:
-            return v
-    raise PaperEvalError(f"unknown variant {name!r}; known: {', '.join(VARIANT_NAMES)}")
-
-
-# ---- configuration ------------------------------------------------------------------------
-
-@dataclass(frozen=True)
-class PaperEvalConfig:
-    """How a paper evaluation is run (sim mode).
-
-    Attributes:
-        profile: disk model profile (seed 004's RAID-5 by default).
-        variants: rows to run (:data:`VARIANT_NAMES`).
-        threads: load threads per group (§5: 10).
-        interval_s: sampling and decision interval (§5: iostat every 20 s).
-        seconds_per_minute: virtual seconds per paper minute (60: the paper's schedule;
-            smaller compresses it). Every phase must last a whole number of intervals.
-        scale: rescale the paper's targets to the model (module docstring).
-        capacity_s: length of each closed-loop capacity run.
-        svctm_s: length of each svctm run; ``warmup_s`` of it is left out.
-        warmup_s: leading part of the capacity and svctm runs left out.
-        svctm_loads: the two loads of the svctm drift, as fractions of the mix's capacity.
-        met_frac: A meets its floor at this share of it.
-        arrival: the load threads' limiter (``per_second``: seed 004's).
-        seed: random seed (every run uses it: common random numbers across variants).
-        capacity_bytes: device size (None: the profile's).
-        jobs: parallel processes (0: one per CPU).
-    """
-
-    profile: str = "raid5-6x400g"
-    variants: tuple[str, ...] = VARIANT_NAMES
-    threads: int = 10
-    interval_s: float = 20.0
-    seconds_per_minute: float = 60.0
-    scale: bool = True
-    capacity_s: float = 300.0
-    svctm_s: float = 300.0
-    warmup_s: float = 60.0
-    svctm_loads: tuple[float, float] = (0.4, 0.8)
-    met_frac: float = 0.95
-    arrival: Arrival = "per_second"
-    seed: int = 4
-    capacity_bytes: int | None = None
-    jobs: int = 0
-
-    def __post_init__(self) -> None:
-        problems: list[str] = []
-        if not self.variants or any(v not in VARIANT_NAMES for v in self.variants):
-            problems.append(f"variants must be among {', '.join(VARIANT_NAMES)}")
-        if self.threads < 1 or self.interval_s <= 0 or self.seconds_per_minute <= 0:
-            problems.append("threads, interval_s and seconds_per_minute must be > 0")
-        for ev in PAPER_EVALUATIONS.values():
-            for ph in ev.phases:
-                n = ph.minutes * self.seconds_per_minute / self.interval_s
-                if abs(n - round(n)) > 1e-9 or round(n) < 1:
-                    problems.append(f"a {ph.minutes:g}-minute phase is {n:g} intervals of "
-                                    f"{self.interval_s:g} s: choose seconds_per_minute so "
-                                    "that every phase is a whole number of intervals")
-                    break
-        if not self.warmup_s < min(self.capacity_s, self.svctm_s):
-            problems.append("warmup_s must be shorter than capacity_s and svctm_s")
-        lo, hi = self.svctm_loads
-        if not 0 < lo < hi < 1:
-            problems.append("svctm_loads must be two fractions 0 < lo < hi < 1")
-        if not 0 < self.met_frac <= 1:
-            problems.append("met_frac must be in (0, 1]")
-        if problems:
-            raise PaperEvalError("paper-eval configuration: " + "; ".join(dict.fromkeys(
-                problems)))
-
-
-#: A faster, coarser run: the schedule compressed 2.5x (phases of 2, 4 and 4 minutes,
-#: still 6-12 samples of 20 s each), shorter calibration runs.
-QUICK = PaperEvalConfig(seconds_per_minute=24.0, capacity_s=160.0, svctm_s=160.0,
-                        warmup_s=40.0)
-
-
-# ---- the schedule on this model --------------------------------------------------------------
-
-@dataclass(frozen=True)
-class ScaledPhase:
-    """A phase on the model: whole IOPS, virtual seconds.
-
-    Attributes:
-        a_floor_iops: A's floor and load cap.
-        b_demand_iops: B's load cap.
-        start_s, duration_s: when the phase starts and how long it lasts.
-    """
-
-    a_floor_iops: int
-    b_demand_iops: int
-    start_s: float
-    duration_s: float
-
-    @property
-    def end_s(self) -> float:
-        return self.start_s + self.duration_s
-
-
-def scale_phases(ev: PaperEvaluation, factor: Mapping[str, float],
-                 seconds_per_minute: float) -> list[ScaledPhase]:
-    """The evaluation's phases with A's targets x ``factor[a_workload]`` and B's x
-    ``factor[b_workload]``, rounded to whole IOPS (at least 1).
-
-    >>> [(p.a_floor_iops, p.b_demand_iops, p.start_s)
-    ...  for p in scale_phases(PAPER_EVALUATIONS[3], {"backup": 1.9}, 60.0)]
-    [(10, 57, 0.0), (57, 57, 300.0), (10, 57, 900.0)]
-    """
-    out: list[ScaledPhase] = []
-    t = 0.0
-    for ph in ev.phases:
-        a = max(1, round(ph.a_floor_iops * factor[ev.a_workload]))
-        b = max(1, round(ph.b_demand_iops * factor[ev.b_workload]))
-        dur = ph.minutes * seconds_per_minute
-        out.append(ScaledPhase(a, b, t, dur))
-        t += dur
-    return out
-
-
-def eval_workloads(ev: PaperEvaluation, phases: Sequence[ScaledPhase], cfg: PaperEvalConfig,
-                   ) -> list[Workload]:
-    """A's and B's load threads: the Table 3 workloads on their regions, capped per phase."""
-    def make(workload: str, partition: str, group: str, rates: list[int]) -> Workload:
-        w = SEED004_WORKLOADS[workload](partition, threads=cfg.threads,
-                                        rate_iops=float(rates[0]), arrival=cfg.arrival,
-                                        group=group)
-        where = "last" if partition == "B" else "first"
-        sched = tuple((p.start_s, float(r)) for p, r in zip(phases[1:], rates[1:],
-                                                            strict=True))
-        return replace(w, name=f"{group}: {workload} on the {where} 500 GB",
-                       rate_schedule=sched)
-
-    return [make(ev.a_workload, A_PARTITION, "A", [p.a_floor_iops for p in phases]),
-            make(ev.b_workload, B_PARTITION, "B", [p.b_demand_iops for p in phases])]
-
-
-def phase_index(phases: Sequence[ScaledPhase], t_s: float) -> int:
-    """The phase holding virtual time ``t_s`` (len(phases) at or after the end)."""
-    k = 0
-    while k < len(phases) and t_s >= phases[k].end_s - 1e-9:
-        k += 1
-    return k
-
 
 # ---- one run ------------------------------------------------------------------------------
 
@@ -677,12 +434,12 @@ class PaperEvalResult:
         return report_html(self)
 
 
-def paper_eval(number: int, cfg: PaperEvalConfig = PaperEvalConfig(), *,
+def paper_eval(number: int, cfg: PaperEvalConfig = DEFAULT_CONFIG, *,
                progress: Callable[[str], None] | None = None) -> PaperEvalResult:
     """Run evaluation ``number`` (1-3) in the simulator (module docstring)."""
     say = progress or (lambda _m: None)
     if number not in PAPER_EVALUATIONS:
-        raise PaperEvalError(f"seed 004 has evaluations 1, 2 and 3, not {number}")
+        raise PaperEvalError(f"[Oe] has evaluations 1, 2 and 3, not {number}")
     ev = PAPER_EVALUATIONS[number]
     profile = load_profile(cfg.profile)
     started = datetime.now(UTC).isoformat(timespec="seconds")
@@ -823,10 +580,10 @@ def results_markdown(res: PaperEvalResult) -> str:
         f"{w}: {res.capacities[w]:.1f} IOPS on A+B vs the paper's "
         f"{PAPER_AB_CAPACITY_IOPS[w]:.1f}, x {f:.2f}" for w, f in res.factors.items())
         + ")") if cfg.scale else "targets as the paper gives them (not rescaled)"
-    out = [f"# {res.name}: seed 004 §5, {ev.title} ({res.mode})", "",
+    out = [f"# {res.name}: [Oe] §5, {ev.title} ({res.mode})", "",
            (f"Model `{res.profile}` ({res.profile_description}); A = {cfg.threads} threads "
             f"of {ev.a_workload} on the volume's last 500 GB, B = {cfg.threads} threads of "
-            f"{ev.b_workload} on its first 500 GB, both capped by seed 004's per-second "
+            f"{ev.b_workload} on its first 500 GB, both capped by [Oe]'s per-second "
             f"limiter; samples and decisions every {cfg.interval_s:g} s; X from 95 %; "
             f"{cfg.seconds_per_minute:g} s per paper minute; {scale}; seed {cfg.seed}."),
            "", "## Our numbers beside the paper's", "",
@@ -987,7 +744,7 @@ def report_html(res: PaperEvalResult) -> str:
     return (
         "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\">"
         f"<title>{e(res.name)} ({e(res.mode)})</title><style>{REPORT_CSS}</style></head><body>"
-        f"<h1>Seed 004 §5 reproduced: {e(ev.title)}</h1>"
+        f"<h1>[Oe] §5 reproduced: {e(ev.title)}</h1>"
         f"<div class=\"meta\">{e(res.mode)} mode, model <b>{e(res.profile)}</b> "
         f"({e(res.profile_description)}); {cfg.threads} + {cfg.threads} threads; samples "
         f"every {cfg.interval_s:g} s; schedule "
@@ -999,202 +756,12 @@ def report_html(res: PaperEvalResult) -> str:
         f"{''.join(sections)}</body></html>\n")
 
 
-# ---- device mode ------------------------------------------------------------------------------
-
-#: What to do when the device harness is not there (or not what this module expects).
-NO_HARNESS = ("paper-eval --device runs the evaluation on the emulated block device through "
-              "iogauge.lab.guarantee_eval.run_evaluations, which is not available here; run "
-              "`sudo .venv/bin/python benchmarks/guarantee_eval.py --evals {n}` (the same "
-              "harness) or the simulator: `iogauge lab reproduce paper-eval{n} --sim`")
-
-
-@dataclass(frozen=True)
-class DeviceEvalConfig:
-    """How a paper evaluation runs on the emulated device (the harness's own defaults
-    otherwise: see :class:`iogauge.lab.guarantee_eval.EvalConfig`).
-
-    Attributes:
-        model: the emulated device's model (None: the harness's default, the lab's
-            7,200 rpm spindle).
-        quick: the harness's quick configuration (shorter phases and calibrations).
-        controllers: which controllers run (the harness's names: paper, adaptive, static,
-            no-control).
-    """
-
-    model: str | None = None
-    quick: bool = False
-    controllers: tuple[str, ...] = ("paper", "adaptive")
-
-
-@dataclass
-class DeviceEvalResult:
-    """A paper evaluation run on the emulated device by the harness.
-
-    Attributes:
-        number: the evaluation (1-3).
-        harness_config: the harness's configuration as run.
-        harness_result: its result (``iogauge.lab.guarantee_eval.EvalResult``).
-        runs: each controller's run as a :class:`VariantRun` (per-interval series; X is
-            not recorded by the harness).
-        phases: the schedule as the harness scaled it.
-        comparisons: the results table.
-    """
-
-    number: int
-    harness_config: Any
-    harness_result: Any
-    runs: list[VariantRun]
-    phases: list[ScaledPhase]
-    comparisons: list[Comparison] = field(default_factory=list)
-    started_utc: str = ""
-    wall_s: float = 0.0
-    mode: str = "device"
-
-    @property
-    def name(self) -> str:
-        return f"paper-eval{self.number}"
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"experiment": self.name, "mode": self.mode, "started_utc": self.started_utc,
-                "wall_s": self.wall_s, "harness": "iogauge.lab.guarantee_eval",
-                "comparisons": [asdict(c) for c in self.comparisons],
-                "result": self.harness_result.to_dict()}
-
-    def markdown(self) -> str:
-        harness = importlib.import_module("iogauge.lab.guarantee_eval")
-        ev = PAPER_EVALUATIONS[self.number]
-        out = [f"# {self.name}: seed 004 §5, {ev.title} (device)", "",
-               ("On the emulated block device with fio in two cgroup v1 blkio groups and "
-                "iogauge's controller in real time (harness `iogauge.lab.guarantee_eval`; "
-                "its docstring defines the scaling, the oracle and every column)."), "",
-               "## Our numbers beside the paper's", "",
-               "| finding | ours | paper | holds | criterion |", "|---|---|---|:---:|---|"]
-        for c in self.comparisons:
-            out.append(f"| {c.finding} | {c.ours} | {c.paper} | {holds_text(c.holds)} | "
-                       f"{c.criterion} |")
-        out += ["", "## The harness's table", "", harness.results_markdown(
-            self.harness_result), "",
-            f"_iogauge {__version__}, started {self.started_utc}, took {self.wall_s:.0f} s._",
-            ""]
-        return "\n".join(out)
-
-    def html(self) -> str:
-        e = html.escape
-        ev = PAPER_EVALUATIONS[self.number]
-        rows = "".join(
-            f"<tr><td>{e(c.finding)}</td><td>{e(c.ours)}</td><td>{e(c.paper)}</td>"
-            f"<td class=\"{'yes' if c.holds else ('no' if c.holds is False else '')}\">"
-            f"{holds_text(c.holds)}</td><td>{e(c.criterion)}</td></tr>"
-            for c in self.comparisons)
-        sections = []
-        for r in self.runs:
-            a_svg, u_svg = _svg_series(r, self.phases)
-            sections.append(
-                f"<h2>{e(r.variant)}</h2><div class=\"charts\"><figure>{a_svg}<figcaption>"
-                "Blue: A's IOPS; orange: B's; green dashes: A's floor; red dots: B's "
-                "limits (riops + wiops, read back from the cgroup).</figcaption></figure>"
-                f"<figure>{u_svg}<figcaption>Grey: %util; red dots: samples at %util = 100 "
-                f"({r.full_intervals} in all).</figcaption></figure></div>")
-        return ("<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\">"
-                f"<title>{e(self.name)} (device)</title><style>{REPORT_CSS}</style></head>"
-                f"<body><h1>Seed 004 §5 on the emulated device: {e(ev.title)}</h1>"
-                f"<div class=\"meta\">iogauge {e(__version__)}, {e(self.started_utc)}."
-                "</div><h2>Our numbers beside the paper's</h2><table><tr><th>finding</th>"
-                "<th>ours</th><th>paper</th><th>holds</th><th>criterion</th></tr>"
-                f"{rows}</table>{''.join(sections)}</body></html>\n")
-
-
-def _device_runs(res: Any, number: int) -> tuple[list[ScaledPhase], list[VariantRun]]:
-    """The harness's runs of evaluation ``number`` as :class:`VariantRun` series."""
-    phases = [ScaledPhase(int(p.a_floor_iops), int(p.b_demand_iops), float(p.start_s),
-                          float(p.duration_s)) for p in res.schedules.get(number, [])]
-    runs: list[VariantRun] = []
-    for r in res.runs:
-        if r.evaluation != number:
-            continue
-        x = r.samples
-        dt = [d if d > 0 else math.nan for d in x.dt_s]
-        util = [float(u) for u in x.util_pct]
-        limits: list[float | None] = [None if math.isnan(br) or math.isnan(bw) else br + bw
-                                      for br, bw in zip(x.b_riops, x.b_wiops, strict=True)]
-        m = r.metrics
-        runs.append(VariantRun(
-            variant=str(r.controller), t_end_s=[float(t) for t in x.t_end_s],
-            a_iops=[a / d for a, d in zip(x.a_ios, dt, strict=True)],
-            b_iops=[b / d for b, d in zip(x.b_ios, dt, strict=True)], util_pct=util,
-            x_pct=[None] * len(util), state=[""] * len(util), b_limit_iops=limits,
-            x_changes=[], phases=[],
-            a_met_share=math.nan if m is None else float(m.a_met_share),
-            a_met_late_share=math.nan if m is None else float(m.a_met_after_share),
-            full_intervals=sum(u >= FULL_UTIL_PCT for u in util),
-            max_util_pct=max(util) if util else math.nan, wall_s=float(r.wall_s)))
-    return phases, runs
-
-
-def _device_comparisons(res: Any, number: int, met_goal: float = 0.9) -> list[Comparison]:
-    rows: list[Comparison] = []
-    ev = PAPER_EVALUATIONS[number]
-    for r in res.runs:
-        m = r.metrics
-        if r.evaluation != number or m is None:
-            continue
-        rows.append(Comparison(
-            f"{r.controller}: A got ≥ 95 % of its floor",
-            f"{m.a_met_after_share:.0%} of the samples after convergence "
-            f"({m.a_met_share:.0%} of all)",
-            "held at its target after the update(s); temporary misses accepted (§4, "
-            "Figs. 10, 12, 14)", m.a_met_after_share >= met_goal,
-            f"A meets its floor in ≥ {met_goal:.0%} of the samples after convergence"))
-        rows.append(Comparison(
-            f"{r.controller}: B's IOPS by phase",
-            " / ".join(f"{p.b_iops:.1f}" for p in m.phases) + f" ({m.b_vs_oracle:.0%} of "
-            "the oracle's)", "- (Figs. 10, 12, 14 only)", None,
-            "reported (the oracle: what the device can do beyond A's floor)"))
-    rows.append(Comparison(
-        "target X updates", "not recorded by the device harness (see the sim mode)",
-        f"{ev.paper_updates}", None, "reported"))
-    return rows
-
-
-def device_paper_eval(number: int, cfg: DeviceEvalConfig = DeviceEvalConfig(), *,
-                      progress: Callable[[str], None] | None = None) -> DeviceEvalResult:
-    """Evaluation ``number`` on the emulated device, through the harness (module docstring);
-    a clear :class:`PaperEvalError` when the harness is not available."""
-    if number not in PAPER_EVALUATIONS:
-        raise PaperEvalError(f"seed 004 has evaluations 1, 2 and 3, not {number}")
-    try:
-        harness = importlib.import_module("iogauge.lab.guarantee_eval")
-    except ImportError as exc:
-        raise PaperEvalError(NO_HARNESS.format(n=number) + f" ({exc})") from exc
-    run = getattr(harness, "run_evaluations", None)
-    config_cls = getattr(harness, "EvalConfig", None)
-    if run is None or config_cls is None or not hasattr(harness, "results_markdown"):
-        raise PaperEvalError(NO_HARNESS.format(n=number))
-    base = getattr(harness, "QUICK", None) if cfg.quick else None
-    changes: dict[str, Any] = {"evaluations": (number,), "controllers": cfg.controllers}
-    if cfg.model:
-        changes["model"] = cfg.model
-    try:
-        hcfg = replace(base if base is not None else config_cls(), **changes)
-    except (TypeError, ValueError) as exc:
-        raise PaperEvalError(f"the device harness refused the configuration: {exc}") from exc
-    started = datetime.now(UTC).isoformat(timespec="seconds")
-    t0 = time.monotonic()
-    res = run(hcfg, say=progress or (lambda _m: None))
-    phases, runs = _device_runs(res, number)
-    return DeviceEvalResult(number=number, harness_config=hcfg, harness_result=res,
-                            runs=runs, phases=phases,
-                            comparisons=_device_comparisons(res, number),
-                            started_utc=started, wall_s=time.monotonic() - t0)
-
 
 __all__ = [
-    "EVAL_EXPERIMENTS", "PAPER_AB_CAPACITY_IOPS", "PAPER_EVALUATIONS", "QUICK", "VARIANTS",
-    "VARIANT_NAMES", "DeviceEvalConfig", "DeviceEvalResult", "PaperEvalConfig",
-    "PaperEvalError", "PaperEvalResult",
-    "PaperEvaluation", "Phase", "PhaseStats", "ScaledPhase", "SvctmDrift", "Variant",
-    "VariantRun", "XChange", "compare_eval", "device_paper_eval", "eval_controller",
-    "eval_workloads",
-    "measure_svctm", "paper_eval", "phase_index", "report_html", "results_markdown",
-    "run_variant", "scale_phases", "variant",
+    "A_PARTITION", "B_PARTITION", "DEFAULT_CONFIG", "EVAL_EXPERIMENTS", "FULL_UTIL_PCT",
+    "PAPER_AB_CAPACITY_IOPS", "PAPER_EVALUATIONS", "QUICK", "VARIANTS", "VARIANT_NAMES",
+    "Actuator", "PaperEvalConfig", "PaperEvalError", "PaperEvalResult", "PaperEvaluation", "Phase",
+    "PhaseStats", "ScaledPhase", "SvctmDrift", "Variant", "VariantRun", "XChange", "compare_eval",
+    "eval_controller", "eval_workloads", "measure_svctm", "paper_eval", "phase_index",
+    "report_html", "results_markdown", "run_variant", "scale_phases", "variant",
 ]

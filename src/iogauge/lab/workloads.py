@@ -290,12 +290,6 @@ def oe_paper(name: str, placement: str = "A", *, threads: int = 10,
             for p in ("A", "B")]
 
 
-# old names, removed after the refactor merges (lab/experiments.py, paper_eval.py and
-# guarantee_eval.py, owned by issue 42 this session, still import them)
-SEED004_WORKLOADS = PAPER_SEC3_WORKLOADS
-seed004 = oe_paper
-
-
 # ---- fio --------------------------------------------------------------------------------
 
 def _size_token(n: int) -> str:

@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
+import iogauge.lab
 from iogauge.cli.main import app
 from iogauge.lab.experiments import QUICK as SEC3_QUICK
 from iogauge.lab.experiments import ExperimentError, run_experiment, write_outputs
@@ -26,8 +27,6 @@ from iogauge.lab.paper_eval import (
     PAPER_AB_CAPACITY_IOPS,
     PAPER_EVALUATIONS,
     QUICK,
-    DeviceEvalConfig,
-    DeviceEvalResult,
     PaperEvalConfig,
     PaperEvalError,
     PaperEvalResult,
@@ -37,6 +36,7 @@ from iogauge.lab.paper_eval import (
     phase_index,
     scale_phases,
 )
+from iogauge.lab.paper_eval_device import DeviceEvalConfig, DeviceEvalResult
 from iogauge.lab.workloads import PARTITIONS
 
 #: Eval 3 (backup vs backup), quick schedule: three variants, one process.
@@ -204,7 +204,7 @@ def test_table_and_files(eval3: PaperEvalResult, tmp_path: Path) -> None:
     assert rows["paper/kernel: B's IOPS by phase"].ours == "38 / 17 / 38 of 38 / 38 / 38 demanded"
     paths = write_outputs(eval3, tmp_path)
     md = paths[0].read_text()
-    assert md.startswith("# paper-eval3: seed 004 §5, evaluation 3: backup A vs backup B")
+    assert md.startswith("# paper-eval3: [Oe] §5, evaluation 3: backup A vs backup B")
     assert "| 2 | 38 | 38 | 120 | 360 | 30 / 30 IOPS, 10 min |" in md
     assert "340 s update: 95.0 % → 87.2 %" in md
     page = paths[1].read_text()
@@ -245,6 +245,7 @@ def test_cli_refuses_options_of_the_other_experiment(args: list[str], message: s
 def test_device_mode_without_the_harness_points_to_the_benchmark(
         monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setitem(sys.modules, "iogauge.lab.guarantee_eval", None)
+    monkeypatch.delattr(iogauge.lab, "guarantee_eval", raising=False)
     r = CliRunner().invoke(app, ["lab", "reproduce", "paper-eval2", "--device", "--out",
                                  str(tmp_path)], terminal_width=300)
     assert r.exit_code == 2, r.output
@@ -293,7 +294,9 @@ def _fake_harness(calls: list[Any]) -> types.ModuleType:
 def test_device_mode_runs_the_harness_and_writes_its_table(
         monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     calls: list[Any] = []
-    monkeypatch.setitem(sys.modules, "iogauge.lab.guarantee_eval", _fake_harness(calls))
+    fake = _fake_harness(calls)
+    monkeypatch.setitem(sys.modules, "iogauge.lab.guarantee_eval", fake)
+    monkeypatch.setattr(iogauge.lab, "guarantee_eval", fake, raising=False)
     res = run_experiment("paper-eval1", "device", DeviceEvalConfig(quick=True))
     assert isinstance(res, DeviceEvalResult)
     # Only this evaluation, the two policies, on the harness's quick configuration.

@@ -19,7 +19,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from iogauge.guarantee import GuaranteeError
-from iogauge.guarantee.actuators import DevNum, IoKey, parse_int_value, read_text, write_text
+from iogauge.guarantee.actuators.base import DevNum, IoKey, parse_int_value, read_text, write_text
 from iogauge.guarantee.policy import MAX_LIMIT_IOPS, GroupLimit
 
 

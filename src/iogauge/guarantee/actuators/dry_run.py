@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from iogauge.guarantee.actuators import DevNum, Hierarchy, IoKey
+from iogauge.guarantee.actuators.base import DevNum, Hierarchy, IoKey
 from iogauge.guarantee.actuators.cgroup_v1 import FILES as V1_FILES
 from iogauge.guarantee.policy import MAX_LIMIT_IOPS, GroupLimit
 

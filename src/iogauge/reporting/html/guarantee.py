@@ -7,6 +7,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 
+from iogauge.guarantee.figures import guarantee_figures
 from iogauge.reporting.downsample import minmax_envelope
 from iogauge.reporting.html.encode import _int_array, _num_array, _time_array
 from iogauge.reporting.html.rows import _breaks
@@ -56,6 +57,11 @@ def _guarantee(guarantee: pl.DataFrame, base_us: int, n_buckets: int
               "<th>run</th><th>device</th><th>policy / actuator</th><th>span</th>"
               "<th>decisions</th><th>A below floor</th><th>X first → last</th>"
               f"<th>warnings</th></tr></thead><tbody>{rows}</tbody></table>")]
+    for rid in summary["run_id"].unique(maintain_order=True).to_list():
+        # What the floor cost B while A was idle, and A's wake-ups (guarantee/figures.py).
+        parts.append("<ul class='notes'>" + "".join(
+            f"<li>{_e(rid)}: {_e(line)}</li>"
+            for line in guarantee_figures(guarantee, rid).lines()) + "</ul>")
     data: list[dict[str, Any]] = []
     for key, e in env.partition_by("_grp", as_dict=True, maintain_order=True).items():
         grp = int(key[0])

@@ -1,0 +1,778 @@
+"""The adaptive policy (ours; the default): closed loop on A's delivered IOPS."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+
+from iogauge.guarantee.policy.budget import (
+    _clamp,
+    _ewma,
+    _held,
+    _read_share,
+    _whole,
+    grid_targets,
+    split_budget,
+)
+from iogauge.guarantee.policy.estimators import (
+    _GroupState,
+    _LatencyCapacity,
+    _UtilCosts,
+    learn_mix,
+)
+from iogauge.guarantee.policy.params import AdaptiveParams
+from iogauge.guarantee.policy.types import (
+    UNLIMITED,
+    Decision,
+    GroupLimit,
+    GroupObservation,
+    Observation,
+    State,
+    Targets,
+    retargeted,
+)
+
+
+@dataclass
+class _Interval:
+    """One interval as judged by :meth:`AdaptivePolicy.step` (costs as device fraction per
+    IOPS; ``demand``: A showed demand; ``open_now``: B's limits open this interval)."""
+
+    obs: Observation
+    cr: float
+    cw: float
+    congested: bool
+    cong_why: str
+    miss: bool
+    short_frac: float
+    a_why: str
+    b_constrained: bool
+    drain: bool
+    demand: bool
+    open_now: bool
+
+
+def _lower(a: int | None, b: int | None) -> int | None:
+    """The lower of two limits (None: no limit)."""
+    return b if a is None else a if b is None else min(a, b)
+
+
+def _fmt(limit: int | None) -> str:
+    return "unlimited" if limit is None else str(limit)
+
+
+class AdaptivePolicy:
+    """Closed-loop guarantee (ours; the default). See the module docstring for the interface.
+
+    Each interval:
+
+    1. **Costs.** Util mode (single-spindle devices): read/write cost per IOPS from %util
+       (:class:`_UtilCosts`). Latency mode (``Targets.device_parallel``): capacity from the
+       latency knee (:class:`_LatencyCapacity`), cost = 1/capacity (writes x a factor).
+    2. **A's status.** A protected group *misses* when it delivered less than
+       ``floor·(1 - miss_tolerance)`` **and** it had demand: its ``demand_iops`` is known and
+       at least that much, or (unknown demand) the device is congested or A's PSI stall is
+       high. A below its floor on an uncongested device is A's own choice, not a miss.
+       Misses that do not improve A's IOPS ``futile_after`` times in a row mean A is limited
+       by itself: cutting B further stops until A's IOPS moves.
+    3. **Target X.** A miss lowers X by the busy share A fell short (x ``miss_gain``, at least
+       ``knee_step_pct``, at most ``max_cut_pct``); congestion without a miss lowers it by
+       ``knee_step_pct``. Either sets a *ceiling*: X stays ``ceiling_margin_pct`` below the
+       level that hurt, until the cost per I/O changes by ``regime_change_ratio`` (a new
+       workload). Healthy for ``recover_after`` intervals with B at its limit, X rises by
+       ``recover_step_pct`` up to ``min(x_max, ceiling - margin)``.
+    4. **Budget.** B's share of the device = X - A's floors at their own costs; split among B
+       groups by their recent use (EWMA; an idle group keeps ``min_share``), and within a
+       group into reads and writes by its mix (a direction pinned at its limit while the
+       other is not gains ``mix_step``), each converted to IOPS by its own cost.
+    5. **Damping.** A limit moves at most ``step_up_frac`` up / ``step_down_frac`` down per
+       interval, changes smaller than the deadband are not written (unless A just missed),
+       and nothing goes below ``b_min_iops``.
+    6. **Stretch** (util mode, work conservation). X protects A by keeping the spindle
+       below its knee, but a saturated spindle may still serve A its floor -- %util = 100
+       cannot tell, A's delivered IOPS can. Once A has met its floor ``stretch_after``
+       intervals in a row with B at its limit, B's budget is multiplied by
+       ``1 + stretch_step`` per interval (congestion no longer trims X meanwhile). The
+       first miss withdraws the stretch at once -- back to X's budget, under which A was
+       fine, less A's shortfall for one interval so that A catches up -- and the interval
+       after it, while the stretched queue drains, does not move X. Later stretches stop
+       ``stretch_backoff`` steps below the level that hurt and wait for
+       ``restretch_after`` intervals with A at its floor, until the floors or the workload
+       change.
+
+    Nothing here creates load to learn: the upward movements (recovery, capacity probe,
+    stretch) happen only while A is fine and let through no more than B itself asks for;
+    recovery and probe stay below the device's knee and stop at the first miss or
+    congestion, whose level is then remembered; the stretch goes past the knee, bounded by
+    A's own IOPS, and is withdrawn at the first miss. (The stretch can therefore cost A a
+    short interval per level found too high, and A's latency rises on a saturated spindle:
+    ``stretch_step`` 0 keeps B to X.)
+
+    7. **Idle A** (work conservation, unless ``reserve_idle``): after ``idle_after``
+       intervals with no demand from A, B's limits open (:meth:`_open`); A's first sign of
+       demand reserves its floor again at once (:meth:`_wake`), B no higher than X's budget
+       nor than the limits under which A last had its floor.
+
+    States (:class:`~iogauge.guarantee.policy.types.State`): ``warmup``, ``hold`` (nothing
+    to change), ``protect`` (A missed: B cut), ``knee`` (congested: B trimmed), ``recover``
+    (target raised), ``probe`` (latency-mode capacity raised), ``stretch`` (B's budget
+    stretched past X), ``a-limited`` (A below floor by its own doing), ``infeasible``,
+    ``open`` (A idle: B opening or open), ``wake`` (A back: floor reserved). :meth:`step`
+    hands each interval to one method per situation.
+    """
+
+    name = "adaptive"
+
+    def __init__(self, targets: Targets, params: AdaptiveParams | None = None) -> None:
+        self.targets = targets
+        self.params = p = params or AdaptiveParams()
+        self.parallel = targets.device_parallel
+        self.util_costs = _UtilCosts(p.ewma_alpha)
+        self.lat = _LatencyCapacity(p, targets.capacity_hint_iops)
+        self.x = p.x_top_pct(self.parallel) / 100.0
+        self.ceiling: float | None = None
+        self.cost_at_ceiling: tuple[float, float] | None = None
+        self.mix_at_ceiling: float | None = None
+        self.regime_count = 0
+        self.healthy = 0
+        self.seen = 0
+        self.futile = 0
+        self.a_at_miss: float | None = None
+        self.groups = {g: _GroupState() for g in targets.throttled}
+        self.a_read_share: dict[str, float | None] = dict.fromkeys(targets.protected)
+        self._warned: str | None = None
+        #: The floors changed: the next limits go straight to their new targets.
+        self._retargeted = False
+        #: The next observation was made under the old floors: A is not judged on it.
+        self._grace = False
+        #: B's budget as a multiple of X's (``AdaptiveParams.stretch_step``), and the
+        #: intervals in a row A has met its floor.
+        self.stretch = 1.0
+        self.a_streak = 0
+        #: Once a stretch hurt A (until the floors or the workload change): the most B's
+        #: stretched budget may be, as a device fraction -- ``stretch_backoff`` steps below
+        #: the budget that hurt, whatever X does meanwhile. None: only ``stretch_max``.
+        self.stretch_budget_cap: float | None = None
+        #: Device share taken off B's budget for one decision (A's shortfall, after a
+        #: stretch is withdrawn: room for A's backlog).
+        self._catchup = 0.0
+        #: The next observation is the one in which a withdrawn stretch's queue drains: it
+        #: does not move X.
+        self._drain = False
+        #: Work conservation: intervals in a row A showed no demand, and whether B's limits
+        #: are open (A's floor not reserved) -- see :meth:`_open`.
+        self.a_idle = 0
+        self.opened = False
+        self._grace_why = "measured under the previous floors"
+        #: B's limits in the last interval A had demand and met its floor.
+        self._held_a: dict[str, GroupLimit] = {}
+
+    def set_floors(self, floors: Mapping[str, float]) -> None:
+        """New floors for the protected groups from the next step on.
+
+        A higher floor is a new demand on the device: the ceiling learnt under the old floor
+        no longer says anything, so it is dropped (A-misses will find the new one). The next
+        decision moves the limits straight to the targets the new floors give, past the
+        step bounds and the deadband: a floor change is a step of known size in A's need
+        ([Oe] Tables 4-6 raise A's target 10x and lower it again), not noise to damp --
+        damped, a 25 % step a second takes 6 s to give B back what a floor 56 -> 9 freed.
+        """
+        self.targets = retargeted(self.targets, floors)
+        self.ceiling = None
+        self.futile = 0
+        self.a_at_miss = None
+        self._retargeted = True
+        self._grace = True
+        self._grace_why = "measured under the previous floors"
+        self._held_a = {}
+        # A's new need is judged on X's budget first; the stretch is earned again (and a
+        # withdrawal's catch-up and drain belong to the old floors).
+        self._reset_stretch()
+        self._catchup = 0.0
+        self._drain = False
+
+    def _reset_stretch(self) -> None:
+        self.stretch = 1.0
+        self.a_streak = 0
+        self.stretch_budget_cap = None
+
+    # -- the step ------------------------------------------------------------------------
+    def step(self, obs: Observation) -> Decision:
+        p = self.params
+        if obs.iops >= p.min_iops:
+            self.seen += 1
+        self._learn(obs)
+        costs = self._costs()
+        if costs is None or self.seen < p.warmup_intervals:
+            return self._decision(State.WARMUP, f"learning the device ({self.seen} of "
+                                  f"{p.warmup_intervals} intervals with I/O)", None, obs)
+        iv = self._judge(obs, *costs)
+        if iv.open_now:
+            return self._open(iv)
+        if self.opened:
+            return self._finish(iv, *self._wake(iv))
+        handler = self._handler(iv)
+        state, why = handler(iv)
+        if state in (State.PROTECT, State.A_LIMITED):
+            self.a_streak = 0
+        else:
+            self.a_streak += 1
+            # A stretch needs A's delivered IOPS to show A is fine: not while A is idle
+            # (with ``reserve_idle`` its floor stays reserved then).
+            if state in (State.HOLD, State.RECOVER) and iv.demand \
+                    and self._stretch(iv.b_constrained, iv.cr, iv.cw):
+                said = f"{why}; " if state == State.RECOVER else ""
+                state, why = State.STRETCH, (f"{said}A at its floor for {self.a_streak} "
+                                             "intervals and B at its limit: B's budget "
+                                             f"stretched to x{self.stretch:.2f} of X's")
+        return self._finish(iv, state, why)
+
+    def _judge(self, obs: Observation, cr: float, cw: float) -> _Interval:
+        """What the interval says: A's status, the device's, B's, and A's demand."""
+        p = self.params
+        congested, cong_why = self._congested(obs)
+        miss, short_frac, a_why = self._a_status(obs, congested, cr, cw)
+        if self._grace and miss:
+            # A delivered this interval's I/O under its old floor ([Oe]'s benchmark raises
+            # A's load with its target), or while B's opened queue drained after A woke: a
+            # shortfall against the floor is not a miss.
+            miss, short_frac = False, 0.0
+            self.futile, self.a_at_miss = 0, None
+            a_why = f"{a_why} -- {self._grace_why}, not counted"
+        self._grace = False
+        drain, self._drain = self._drain, False
+        demand = self._a_demand(obs)
+        self.a_idle = 0 if demand else self.a_idle + 1
+        open_now = (not p.reserve_idle and not demand
+                    and (self.opened or self.a_idle >= p.idle_after))
+        return _Interval(obs, cr, cw, congested, cong_why, miss, short_frac, a_why,
+                         self._b_constrained(obs), drain, demand, open_now)
+
+    def _handler(self, iv: _Interval) -> Callable[[_Interval], tuple[State, str]]:
+        """The method that handles this interval, by what it showed."""
+        if iv.drain and (iv.miss or iv.congested):
+            return self._drain_interval
+        if iv.miss and self.futile >= self.params.futile_after:
+            return self._a_limited
+        if iv.miss and self.stretch > 1.0:
+            return self._withdraw_stretch
+        if iv.miss:
+            return self._protect
+        if iv.congested and self.stretch <= 1.0:
+            return self._knee
+        return self._healthy
+
+    def _drain_interval(self, iv: _Interval) -> tuple[State, str]:
+        """The interval after a stretch was withdrawn: B's stretched queue was still
+        draining (what it had in flight and what the throttle had let through), so neither
+        a shortfall nor saturation here says X is too high. B stays at X's budget; the next
+        interval is judged as usual."""
+        self.healthy = 0
+        if not iv.miss:
+            return State.HOLD, f"{iv.cong_why} -- while the withdrawn stretch drains: X unchanged"
+        # A is still behind: its shortfall stays off B's budget one more interval.
+        self._catchup = iv.short_frac
+        self.futile, self.a_at_miss = 0, None
+        return State.PROTECT, (f"{iv.a_why} -- while the withdrawn stretch drains: X "
+                               f"unchanged, B below X's budget by A's shortfall "
+                               f"({iv.short_frac:.1%})")
+
+    def _a_limited(self, iv: _Interval) -> tuple[State, str]:
+        return State.A_LIMITED, (f"{iv.a_why}, but {self.futile} cuts of B did not raise "
+                                 "A's IOPS: A is limited by itself; B not cut further")
+
+    def _withdraw_stretch(self, iv: _Interval) -> tuple[State, str]:
+        """The stretch hurt A: back to X's budget, under which A was at its floor, at once;
+        X itself was not at fault."""
+        p = self.params
+        old = self.stretch
+        b_frac = max(self._b_frac(iv.cr, iv.cw), 0.0)
+        self.stretch_budget_cap = b_frac * old / (1 + p.stretch_step) ** p.stretch_backoff
+        self.stretch = 1.0
+        self._catchup = iv.short_frac
+        self._drain = True
+        self._mark_regime(iv.cr, iv.cw, iv.obs)
+        self.healthy = 0
+        cap = self._stretch_limit(b_frac)
+        later = (f"later stretches stop at x{cap:.2f} (of today's X)" if cap > 1.0
+                 else "no more stretch")
+        return State.PROTECT, (f"{iv.a_why}; B's budget back from x{old:.2f} to X's less "
+                               f"A's shortfall ({iv.short_frac:.1%}) for this interval; "
+                               f"{later} until the floors or the workload change")
+
+    def _protect(self, iv: _Interval) -> tuple[State, str]:
+        p = self.params
+        x_old = self.x
+        drop = _clamp(p.miss_gain * iv.short_frac, p.knee_step_pct / 100, p.max_cut_pct / 100)
+        self._set_ceiling(x_old, iv.cr, iv.cw, iv.obs)
+        self.x = max(p.x_min_pct / 100, x_old - drop)
+        self.healthy = 0
+        return State.PROTECT, f"{iv.a_why}; X {x_old:.1%} → {self.x:.1%}"
+
+    def _knee(self, iv: _Interval) -> tuple[State, str]:
+        p = self.params
+        x_old = self.x
+        self._set_ceiling(x_old, iv.cr, iv.cw, iv.obs)
+        self.x = max(p.x_min_pct / 100, x_old - p.knee_step_pct / 100)
+        if self.parallel and self.lat.cap is not None:
+            t = self.lat.normalised(iv.obs.r_iops, iv.obs.w_iops)
+            self.lat.ceiling = self.lat.cap
+            self.lat.l0_at_ceiling = self.lat.l0
+            self.lat.cap = max(min(self.lat.cap, t), 1.0)
+        self.healthy = 0
+        return State.KNEE, f"{iv.cong_why}; X {x_old:.1%} → {self.x:.1%}"
+
+    def _healthy(self, iv: _Interval) -> tuple[State, str]:
+        """A fine, device not congested (or B stretched): X may recover, capacity probe."""
+        p = self.params
+        self.healthy += 1
+        x_old = self.x
+        state, why = State.HOLD, iv.a_why or "nothing to change"
+        # While B's budget is stretched X stays where it is: saturation is expected there,
+        # and only A's misses say anything.
+        if iv.b_constrained and self.healthy >= p.recover_after and self.stretch <= 1.0:
+            top = p.x_top_pct(self.parallel) / 100
+            if self.ceiling is not None:
+                top = min(top, self.ceiling - p.ceiling_margin_pct / 100)
+            if self.x < top - 1e-9:
+                self.x = min(top, self.x + p.recover_step_pct / 100)
+                state, why = State.RECOVER, (f"A fine and device healthy for {self.healthy} "
+                                             f"intervals, B at its limit: X {x_old:.1%} → "
+                                             f"{self.x:.1%}")
+            elif self.parallel and self._probe(iv.obs):
+                state, why = State.PROBE, (f"latency {iv.obs.await_ms:.2f} ms below "
+                                           f"{p.probe_latency_factor:g}x baseline "
+                                           f"{self.lat.l0:.2f} ms and B at its limit: capacity "
+                                           f"estimate raised to {self.lat.cap:.0f} IOPS")
+            iv.cr, iv.cw = self._costs() or (iv.cr, iv.cw)
+        return state, why
+
+    # -- work conservation: A idle -> B opens; A's demand back -> floor reserved ----------
+    def _a_demand(self, obs: Observation) -> bool:
+        """A protected group showed demand: a completed I/O, a known demand, or (cgroup v2)
+        a task stalled on I/O -- the one sign of I/O queued but not yet done (the kernel
+        keeps no per-cgroup in-flight count)."""
+        p = self.params
+        for g in self.targets.protected:
+            go = obs.group(g)
+            if go.iops * obs.interval_s >= 0.5 or (go.demand_iops or 0.0) > 0.0:
+                return True
+            if go.stall_pct is not None and go.stall_pct >= p.idle_stall_pct:
+                return True
+        return False
+
+    def _open(self, iv: _Interval) -> Decision:
+        """A shows no demand: its floor is not reserved; B's limits open by
+        ``open_step`` a step (the first to at least all of X), and are lifted once past
+        ``open_lift_x`` x the device's
+        capacity for that direction (the kernel then gives B whatever the device does; both
+        directions go together)."""
+        first = not self.opened
+        if first:
+            self.opened = True
+            self._reset_stretch()
+            self.healthy = 0
+            self._catchup = 0.0
+            self._drain = False
+        out: dict[str, GroupLimit] = {}
+        # The first step gives B at least all of X (nothing kept for A): a limit the
+        # policy had cut far down (a congested SSD, B at its minimum) would otherwise take
+        # a dozen doublings to open.
+        shares = split_budget(self.x, {g: st.busy or 0.0 for g, st in self.groups.items()},
+                              0.0, self.params.min_share)
+        for g, st in self.groups.items():
+            st.carry_r = st.carry_w = 0.0
+            sr = st.read_share if st.read_share is not None else 0.5
+            r = self._opened(st.limit.riops, iv.cr, shares[g] * sr / iv.cr)
+            w = self._opened(st.limit.wiops, iv.cw, shares[g] * (1 - sr) / iv.cw)
+            # One direction lifted: the other too (a limit B does not reach is not written
+            # again and again on its way up).
+            st.limit = UNLIMITED if r is None or w is None else GroupLimit(r, w)
+            out[g] = st.limit
+        shown = ", ".join(f"{g} r {_fmt(lim.riops)} w {_fmt(lim.wiops)}"
+                          for g, lim in out.items())
+        why = (f"A showed no demand for {self.a_idle} intervals (no I/O completed"
+               + (", no stall" if self._stall_seen(iv.obs) else "")
+               + f"): its floor is not reserved, B opens to {shown}")
+        mix_cost = self._mix_cost(iv.obs, iv.cr, iv.cw)
+        return Decision(limits=out, x_pct=self.x * 100, state=State.OPEN, reason=why,
+                        busy_per_iops=mix_cost * 100, capacity_iops=1.0 / mix_cost)
+
+    def _opened(self, old: int | None, cost: float, whole_x: float) -> int | None:
+        """One opening step of a limit: ``open_step`` up, at least to ``whole_x`` (this
+        direction's share of all of X, in IOPS); None once past ``open_lift_x``."""
+        p = self.params
+        if old is None:
+            return None
+        new = max(old + p.step_min_iops, math.ceil(old * (1 + p.open_step)),
+                  _whole(whole_x, self.targets.b_min_iops))
+        return None if new * cost >= p.open_lift_x else self.targets.on_grid(new)
+
+    def _stall_seen(self, obs: Observation) -> bool:
+        return any(obs.group(g).stall_pct is not None for g in self.targets.protected)
+
+    def _wake(self, iv: _Interval) -> tuple[State, str]:
+        """A's demand is back while B is open: X's budget for B at once (past the step
+        bounds), and A is not judged on this interval nor the next (B's opened queue
+        drains meanwhile)."""
+        self.opened = False
+        self.healthy = 0
+        self.a_streak = 0
+        self.futile, self.a_at_miss = 0, None
+        self._retargeted = True
+        self._grace = True
+        self._grace_why = "measured while B's opened queue drained"
+        a_now = ", ".join(f"{g} {iv.obs.group(g).iops:.0f} IOPS"
+                          + ("" if iv.obs.group(g).stall_pct is None
+                             else f" (stall {iv.obs.group(g).stall_pct:.0f} %)")
+                          for g in self.targets.protected)
+        return State.WAKE, (f"A's demand is back ({a_now}): its floor is reserved again (B "
+                            "no higher than when A last had its floor)")
+
+    def _a_met(self, obs: Observation) -> bool:
+        return all(obs.group(g).iops >= self._met_at(g, floor, obs.interval_s)
+                   for g, floor in self.targets.protected.items())
+
+    def _wake_limits(self, limits: dict[str, GroupLimit]) -> dict[str, GroupLimit]:
+        """X's budget for B, but no more than the limits under which A last had its floor
+        (where the device gives less than X's budget says -- a parallel device whose knee
+        estimate is high -- the wake-up does not have to find that again)."""
+        for g, lim in limits.items():
+            held = self._held_a.get(g)
+            if held is None:
+                continue
+            st = self.groups[g]
+            st.limit = GroupLimit(_lower(lim.riops, held.riops), _lower(lim.wiops, held.wiops))
+            limits[g] = st.limit
+        return limits
+
+    # -- the decision ------------------------------------------------------------------
+    def _finish(self, iv: _Interval, state: State, why: str) -> Decision:
+        if iv.demand and state not in (State.WAKE, State.PROTECT) and self._a_met(iv.obs):
+            # The limits this interval ran under kept A at its floor: a wake-up goes no
+            # higher than these.
+            self._held_a = {g: st.limit for g, st in self.groups.items()}
+        jump, self._retargeted = self._retargeted, False
+        limits, warnings, budget_why = self._limits(iv.obs, iv.cr, iv.cw,
+                                                    force=state in (State.PROTECT, State.WAKE),
+                                                    jump=jump,
+                                                    dither=state in (State.HOLD, State.RECOVER))
+        if state is State.WAKE:
+            limits = self._wake_limits(limits)
+        if self.stretch > 1.0 and state != State.STRETCH:
+            budget_why += f", stretched x{self.stretch:.2f} (A at its floor)"
+        if jump and state != State.WAKE:
+            why = f"floors changed: limits set to their new targets; {why}"
+        if warnings and state == State.HOLD:
+            state = State.INFEASIBLE
+        mix_cost = self._mix_cost(iv.obs, iv.cr, iv.cw)
+        return Decision(limits=limits, x_pct=self.x * 100, state=state,
+                        reason=f"{why}; {budget_why}", busy_per_iops=mix_cost * 100,
+                        capacity_iops=1.0 / mix_cost, a_miss=state == State.PROTECT,
+                        warnings=warnings, infeasible=bool(warnings))
+
+    # -- learning ----------------------------------------------------------------------
+    def _learn(self, obs: Observation) -> None:
+        p = self.params
+        total = obs.iops
+        if total >= p.min_iops:
+            if obs.util_pct is not None and not self.parallel:
+                self.util_costs.update(obs.r_iops, obs.w_iops, _clamp(obs.util_pct, 0, 100) / 100)
+            if self.parallel:
+                if obs.await_ms is not None:
+                    self.lat.observe_latency(obs.await_ms, obs.aqu_sz)
+                t = self.lat.normalised(obs.r_iops, obs.w_iops)
+                ratio = self.lat.latency_ratio(obs.await_ms)
+                if self.lat.cap is None:
+                    self.lat.cap = t
+                elif ratio is not None and ratio < p.probe_latency_factor:
+                    # Served t at healthy latency: the device can do at least that much.
+                    self.lat.cap = max(self.lat.cap, t)
+        for g, st in self.groups.items():
+            go = obs.group(g)
+            costs = self._costs()
+            use = go.r_iops * costs[0] + go.w_iops * costs[1] if costs else 0.0
+            st.busy = _ewma(st.busy, use, p.ewma_alpha)
+            learn_mix(st, go, costs, p)
+        for g in self.targets.protected:
+            go = obs.group(g)
+            if go.iops > 0:
+                self.a_read_share[g] = _ewma(self.a_read_share[g], _read_share(go),
+                                             p.ewma_alpha)
+        # Regime change: the cost per I/O at the *same* read/write mix moved far from where
+        # the ceiling was found, for several intervals in a row. (A cost that moved only
+        # because the mix moved — e.g. because B was throttled — is not a new workload.)
+        c = self._costs()
+        learnt = self.ceiling is not None or self.stretch_budget_cap is not None
+        if learnt and c is not None and self.cost_at_ceiling is not None \
+                and total >= p.min_iops:
+            fr = obs.r_iops / total
+            now = fr * c[0] + (1 - fr) * c[1]
+            then = fr * self.cost_at_ceiling[0] + (1 - fr) * self.cost_at_ceiling[1]
+            mix_moved = self.mix_at_ceiling is not None and abs(fr - self.mix_at_ceiling) > 0.2
+            if not mix_moved and max(now / then, then / now) >= p.regime_change_ratio:
+                self.regime_count += 1
+                if self.regime_count >= p.recover_after:
+                    self.ceiling = None
+                    self.stretch_budget_cap = None
+                    self.regime_count = 0
+            else:
+                self.regime_count = 0
+
+    def _costs(self) -> tuple[float, float] | None:
+        return self.lat.costs() if self.parallel else self.util_costs.costs()
+
+    def _mix_cost(self, obs: Observation, cr: float, cw: float) -> float:
+        fr = _read_share(GroupObservation(obs.r_iops, obs.w_iops))
+        return fr * cr + (1 - fr) * cw
+
+    # -- judging -----------------------------------------------------------------------
+    def _congested(self, obs: Observation) -> tuple[bool, str]:
+        p = self.params
+        if obs.iops < p.min_iops:
+            return False, ""
+        if self.parallel:
+            ratio = self.lat.latency_ratio(obs.await_ms)
+            if ratio is not None and ratio > p.knee_latency_factor:
+                return True, (f"await {obs.await_ms:.2f} ms is {ratio:.1f}x the baseline "
+                              f"{self.lat.l0:.2f} ms (knee at {p.knee_latency_factor:g}x)")
+            return False, ""
+        if obs.util_pct is not None and obs.util_pct >= p.full_util_pct:
+            return True, f"%util {obs.util_pct:.1f} ≥ {p.full_util_pct:g}: device saturated"
+        return False, ""
+
+    def _a_status(self, obs: Observation, congested: bool, cr: float,
+                  cw: float) -> tuple[bool, float, str]:
+        """(miss, shortfall as device fraction, explanation)."""
+        p = self.params
+        miss = False
+        short = 0.0
+        notes: list[str] = []
+        a_total = 0.0
+        for g, floor in self.targets.protected.items():
+            go = obs.group(g)
+            a_total += go.iops
+            want = floor if go.demand_iops is None else min(floor, go.demand_iops)
+            if go.iops >= self._met_at(g, want, obs.interval_s):
+                continue
+            if go.demand_iops is not None:
+                had = True
+                evidence = f"demand {go.demand_iops:.0f} IOPS"
+            elif go.stall_pct is not None and go.stall_pct >= p.stall_demand_pct:
+                had, evidence = True, f"stalled on I/O {go.stall_pct:.0f} % of the time"
+            elif congested:
+                had, evidence = True, "device congested"
+            else:
+                had, evidence = False, ""
+            if not had:
+                notes.append(f"{g} at {go.iops:.0f} < floor {floor:g} IOPS but the device is "
+                             "not congested: A's own choice, not a miss")
+                continue
+            miss = True
+            fr = self.a_read_share.get(g) or 0.5
+            short += (want - go.iops) * (fr * cr + (1 - fr) * cw)
+            notes.append(f"A miss: {g} got {go.iops:.0f} of {want:.0f} IOPS ({evidence})")
+        if miss:
+            if self.a_at_miss is not None and a_total <= self.a_at_miss * (1 + p.miss_tolerance):
+                self.futile += 1
+            else:
+                self.futile = 0
+            if self.a_at_miss is None or a_total > self.a_at_miss:
+                self.a_at_miss = a_total
+        else:
+            self.futile = 0
+            self.a_at_miss = None
+        return miss, short, "; ".join(notes)
+
+    def _met_at(self, g: str, want: float, interval_s: float) -> float:
+        """IOPS at and above which protected group ``g`` has met ``want`` in an interval."""
+        p = self.params
+        fr = self.a_read_share.get(g)
+        directions = 2 if fr is not None and 0.0 < fr < 1.0 else 1
+        least = want * (1 - p.miss_tolerance)
+        return least - min(p.miss_slack_ios * directions / interval_s, 0.5 * least)
+
+    def _b_constrained(self, obs: Observation) -> bool:
+        """Some B group used (nearly) all of a limit: more room would be used."""
+        for g, st in self.groups.items():
+            go = obs.group(g)
+            lim = st.limit
+            if ((lim.riops is not None and go.r_iops >= 0.9 * lim.riops)
+                    or (lim.wiops is not None and go.w_iops >= 0.9 * lim.wiops)):
+                return True
+        return False
+
+    def _stretch(self, b_constrained: bool, cr: float, cw: float) -> bool:
+        """Stretch B's budget one step (``AdaptiveParams.stretch_step``) if A has earned it
+        and B would use it; whether it moved."""
+        p = self.params
+        hurt = self.stretch_budget_cap is not None
+        need = p.restretch_after if hurt and self.stretch <= 1.0 else p.stretch_after
+        if p.stretch_step <= 0 or self.parallel or not b_constrained or self.a_streak < need:
+            return False
+        new = min(self._stretch_limit(self._b_frac(cr, cw)),
+                  self.stretch * (1 + p.stretch_step))
+        if new <= self.stretch + 1e-9:
+            return False
+        self.stretch = new
+        return True
+
+    def _stretch_limit(self, b_frac: float) -> float:
+        """Largest stretch (a multiple of X's budget, ``b_frac``) allowed now."""
+        top = self.params.stretch_max
+        cap = self.stretch_budget_cap
+        if cap is None:
+            return top
+        if b_frac <= 0:
+            return 1.0
+        return min(top, max(1.0, cap / b_frac))
+
+    def _a_frac(self, cr: float, cw: float) -> float:
+        """Device share A's floors take at their own costs."""
+        a_frac = 0.0
+        for g, floor in self.targets.protected.items():
+            fr = self.a_read_share.get(g) or 0.5
+            a_frac += floor * (fr * cr + (1 - fr) * cw)
+        return a_frac
+
+    def _b_frac(self, cr: float, cw: float) -> float:
+        """B's budget under X (device share; negative when A's floors exceed X)."""
+        return self.x - self._a_frac(cr, cw)
+
+    def _set_ceiling(self, x: float, cr: float, cw: float, obs: Observation) -> None:
+        self.ceiling = x if self.ceiling is None else min(self.ceiling, x)
+        self._mark_regime(cr, cw, obs)
+
+    def _mark_regime(self, cr: float, cw: float, obs: Observation) -> None:
+        """Remember the costs and mix under which A was hurt (see the regime change)."""
+        self.cost_at_ceiling = (cr, cw)
+        self.mix_at_ceiling = obs.r_iops / obs.iops if obs.iops > 0 else None
+        self.regime_count = 0
+
+    def _probe(self, obs: Observation) -> bool:
+        p = self.params
+        ratio = self.lat.latency_ratio(obs.await_ms)
+        if self.lat.cap is None or ratio is None or ratio >= p.probe_latency_factor:
+            return False
+        # Smaller steps closer to the probe limit, so a probe lands inside the hold band
+        # (probe..knee) instead of jumping over it; none in the last quarter below the limit,
+        # where the steps would be too small to matter (creeping, not converging).
+        room = (p.probe_latency_factor - ratio) / (p.probe_latency_factor - 1)
+        if room < 0.25:
+            return False
+        new = self.lat.cap * (1 + p.probe_step * min(1.0, room))
+        if self.lat.ceiling is not None:
+            new = min(new, self.lat.ceiling * (1 - p.ceiling_margin_pct / 100))
+        if new <= self.lat.cap:
+            return False
+        self.lat.cap = new
+        return True
+
+    # -- limits ------------------------------------------------------------------------
+    def _limits(self, obs: Observation, cr: float, cw: float, *, force: bool,
+                jump: bool = False, dither: bool = False,
+                ) -> tuple[dict[str, GroupLimit], tuple[str, ...], str]:
+        p = self.params
+        t = self.targets
+        mn = t.b_min_iops
+        a_frac = self._a_frac(cr, cw)
+        b_frac = self.x - a_frac - self._catchup
+        self._catchup = 0.0
+        # A stretch is bounded by the budget that hurt A, even if X rose since.
+        self.stretch = min(self.stretch, self._stretch_limit(self.x - a_frac))
+        min_frac = sum(mn * (cr + cw) for _ in t.throttled)
+        warnings = self._feasibility(a_frac, b_frac, min_frac, cr, cw)
+        # Each direction is floored at b_min below, so the split itself needs no minimum.
+        shares = split_budget(max(b_frac, 0.0), {g: st.busy or 0.0 for g, st in
+                                                 self.groups.items()}, 0.0, p.min_share)
+        out: dict[str, GroupLimit] = {}
+        for g, st in self.groups.items():
+            sr = st.read_share if st.read_share is not None else 0.5
+            budget = shares[g] * self.stretch
+            raw_r, raw_w = budget * sr / cr, budget * (1 - sr) / cw
+            bound = {"w": "r", "r": "w"}.get(st.raised or "")
+            want_r, want_w = grid_targets(t, raw_r, raw_w, bind=bound)
+            st.raised = "r" if want_r > raw_r else "w" if want_w > raw_w else None
+            go = obs.group(g)
+            on = dither and p.grid_dither and not jump and t.limit_grid_iops > 1
+            # Only the binding (floored) direction is dithered: the other was raised.
+            dr = on and st.raised != "r" and _held(go.r_iops, st.limit.riops)
+            dw = on and st.raised != "w" and _held(go.w_iops, st.limit.wiops)
+            if dr:
+                want_r = self._dithered(raw_r + st.carry_r, want_r)
+            if dw:
+                want_w = self._dithered(raw_w + st.carry_w, want_w)
+            st.limit = GroupLimit(self._move(st.limit.riops, want_r, force, jump),
+                                  self._move(st.limit.wiops, want_w, force, jump))
+            st.carry_r = self._carry(raw_r + st.carry_r, st.limit.riops) if dr else 0.0
+            st.carry_w = self._carry(raw_w + st.carry_w, st.limit.wiops) if dw else 0.0
+            out[g] = st.limit
+        why = (f"A's floors {t.floor_iops:g} IOPS take {a_frac:.1%} of the device, B gets X - "
+               f"that = {max(b_frac, 0):.1%} (read {cr * 100:.4f}, write {cw * 100:.4f} "
+               "%/IOPS)")
+        return out, warnings, why
+
+    def _dithered(self, due: float, want: float) -> float:
+        """The grid point at or below ``due`` (the allowance plus the carry), if that is
+        above ``want`` (the allowance floored to the grid): error diffusion over intervals."""
+        if due < self.targets.limit_grid_iops:
+            return want
+        return max(want, self.targets.on_grid(math.floor(due + 1e-9)))
+
+    def _carry(self, due: float, written: int | None) -> float:
+        """What the written limit falls short of ``due``, kept within one grid step (a
+        limit held back by the step bounds must not bank a burst for later)."""
+        if written is None:
+            return 0.0
+        return _clamp(due - written, 0.0, self.targets.limit_grid_iops * (1 - 1e-9))
+
+    def _move(self, old: int | None, want: float, force: bool, jump: bool = False) -> int:
+        """Next limit from ``old`` toward ``want``: deadband, bounded step, >= b_min;
+        ``jump``: straight to ``want`` (the floors just changed)."""
+        p = self.params
+        t = self.targets
+        mn = t.b_min_iops
+        target = _whole(want, mn)
+        if old is None or jump:
+            # First engagement, or new floors: straight to the computed limit (A first).
+            return t.on_grid(target)
+        g = t.limit_grid_iops
+        # On the throttle's grid a limit can only move by whole steps: a change of less than
+        # half a step would overshoot by more than it corrects, so it waits (unless A just
+        # missed: ``force``).
+        grid_band = g / 2 if g > 1 and old >= g else 0.0
+        if not force and abs(target - old) < max(p.deadband_iops, p.deadband_frac * old,
+                                                 grid_band):
+            return old
+        up = old + max(math.ceil(old * p.step_up_frac), p.step_min_iops)
+        down = max(mn, min(old - p.step_min_iops, math.floor(old * (1 - p.step_down_frac))))
+        new = t.on_grid(int(_clamp(target, down, up)))
+        if new == old and old >= g > 1 and target >= old + g:
+            # The bounded step fell short of the next grid point: take that one step.
+            new = old + g
+        return new
+
+    def _feasibility(self, a_frac: float, b_frac: float, min_frac: float, cr: float,
+                     cw: float) -> tuple[str, ...]:
+        t = self.targets
+        if b_frac >= min_frac:
+            self._warned = None
+            return ()
+        # Said again only when A's need moves by ~10 % (not every time X moves).
+        key = f"{round(math.log(max(a_frac, 1e-9)) / math.log(1.1))}"
+        if key == self._warned:
+            return ()
+        self._warned = key
+        cap = 2.0 / (cr + cw)
+        verdict = ("above the device's estimated capacity" if a_frac > 1.0 else
+                   "above the target busy rate")
+        return ((f"infeasible floor: A's floors total {t.floor_iops:g} IOPS, which need "
+                f"{a_frac:.1%} of the device (≈ {cap:.0f} IOPS at 100 % busy), {verdict} "
+                f"(target X = {self.x:.1%}); B is held at its minimum of {t.b_min_iops} IOPS "
+                "per direction"),)
+
+    def _decision(self, state: State, reason: str, x: float | None,
+                  obs: Observation) -> Decision:
+        return Decision(limits={g: st.limit for g, st in self.groups.items()},
+                        x_pct=None if x is None else x * 100, state=state, reason=reason)

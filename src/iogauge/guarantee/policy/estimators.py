@@ -1,0 +1,164 @@
+"""What the adaptive policy learns about the device: costs from %util, capacity from latency."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from iogauge.guarantee.policy.budget import _clamp, _ewma, _read_share
+from iogauge.guarantee.policy.params import AdaptiveParams
+from iogauge.guarantee.policy.types import UNLIMITED, GroupLimit, GroupObservation
+
+
+class _UtilCosts:
+    """Read and write cost (device fraction per IOPS) learnt from %util, for devices where
+    %util is a capacity measure (one request at a time: a single spindle; [iostats]).
+
+    Keeps exponentially weighted sums of the regression ``u = cr·r + cw·w`` (u = %util/100,
+    through the origin: an idle device is 0 % busy). When reads and writes have varied
+    independently enough the 2x2 normal equations give separate costs; otherwise both get
+    the single cost: [Oe]'s busy_per_iops ``u / (r + w)``, smoothed as the ratio of the
+    decayed sums ``Σu / Σ(r + w)`` -- busy time per I/O over the recent I/Os, so an interval
+    weighs by its I/Os. (A mean of per-interval ratios would let a nearly idle interval --
+    a workload starting, 2 I/Os in 4 % busy -- count as much as a full one: on the lab's
+    emulated disk such a start-up interval held the estimate 50 % high for ten seconds.)
+    """
+
+    def __init__(self, alpha: float) -> None:
+        self.alpha = alpha
+        self.s: list[float] = [0.0] * 5  # Srr, Sww, Srw, Sru, Swu
+        self.su = 0.0  # decayed Σ u
+        self.sn = 0.0  # decayed Σ (r + w)
+        self.single: float | None = None
+
+    def update(self, r: float, w: float, u: float) -> None:
+        k = 1.0 - self.alpha
+        new = (r * r, w * w, r * w, r * u, w * u)
+        self.s = [k * a + b for a, b in zip(self.s, new, strict=True)]
+        self.su = k * self.su + u
+        self.sn = k * self.sn + r + w
+        self.single = self.su / self.sn if self.sn > 0 else self.single
+
+    def costs(self) -> tuple[float, float] | None:
+        # No busy time seen yet (I/O done, %util 0: an almost idle device whose kernel
+        # counts busy time in whole ms): no cost to divide a budget by.
+        if self.single is None or self.single <= 0:
+            return None
+        srr, sww, srw, sru, swu = self.s
+        det = srr * sww - srw * srw
+        # Correlation² of r and w below 0.9: the mix varied enough to tell costs apart.
+        if srr > 0 and sww > 0 and det > 0.1 * srr * sww:
+            cr = (sru * sww - swu * srw) / det
+            cw = (swu * srr - sru * srw) / det
+            lo, hi = self.single / 10, self.single * 10
+            if lo <= cr <= hi and lo <= cw <= hi:
+                return cr, cw
+        return self.single, self.single
+
+
+class _LatencyCapacity:
+    """Capacity (normalised IOPS at the latency knee) for devices whose %util means nothing.
+
+    The baseline latency ``l0`` is the lowest await seen, updated from intervals with at most
+    one request outstanding (aqu-sz <= 1: no queueing, so await is the device's own latency
+    for the current workload; without aqu-sz it drifts up slowly). Past ``knee·l0`` the device
+    is queueing:
+    the capacity is at most what it delivered. Below ``probe·l0`` with B using its whole
+    allowance, the estimate may grow by ``probe_step`` (bounded by the ceiling found at the
+    last knee or A-miss) — probing stops well before the knee, so it never queues A.
+    """
+
+    def __init__(self, p: AdaptiveParams, hint: float | None) -> None:
+        self.p = p
+        self.l0: float | None = None
+        self.cap: float | None = hint
+        self.ceiling: float | None = None
+        self.l0_at_ceiling: float | None = None
+
+    def normalised(self, r: float, w: float) -> float:
+        return r + self.p.write_cost_factor * w
+
+    def observe_latency(self, await_ms: float, aqu_sz: float | None) -> None:
+        await_ms = max(await_ms, 1e-6)
+        if self.l0 is None or await_ms < self.l0:
+            self.l0 = await_ms
+        elif aqu_sz is not None and aqu_sz <= 1.0:
+            # At most one request outstanding on average: no queueing, so this await is the
+            # device's own service latency for the current workload; follow it both ways.
+            self.l0 += (await_ms - self.l0) * self.p.ewma_alpha
+        elif aqu_sz is None:
+            # No queue size to tell queueing from slower I/O: drift slowly up instead.
+            self.l0 += (await_ms - self.l0) * self.p.baseline_drift
+        # Queued (aqu-sz > 1) and slower than the baseline: congestion, not a new baseline —
+        # the baseline stays, so a steady load cannot ratchet the knee upward.
+        if (self.ceiling is not None and self.l0_at_ceiling is not None
+                and max(self.l0 / self.l0_at_ceiling, self.l0_at_ceiling / self.l0)
+                >= self.p.regime_change_ratio):
+            self.ceiling = None  # a new workload: forget the old knee
+
+    def latency_ratio(self, await_ms: float | None) -> float | None:
+        if await_ms is None or self.l0 is None:
+            return None
+        return await_ms / self.l0
+
+    def costs(self) -> tuple[float, float] | None:
+        if self.cap is None:
+            return None
+        return 1.0 / self.cap, self.p.write_cost_factor / self.cap
+
+
+@dataclass
+class _GroupState:
+    busy: float | None = None  # EWMA of the group's use, device fraction
+    read_share: float | None = None
+    limit: GroupLimit = UNLIMITED
+    pinned: int = 0  # >0: reads pinned n intervals in a row, <0: writes
+    #: The direction grid_targets raised above the group's allowance ("r", "w" or None):
+    #: its slack is made on purpose and says nothing about the group's demand.
+    raised: str | None = None
+    #: Allowance the written limits fell short of, carried to the next interval (IOPS per
+    #: direction; ``AdaptiveParams.grid_dither``).
+    carry_r: float = 0.0
+    carry_w: float = 0.0
+
+
+def learn_mix(st: _GroupState, go: GroupObservation, costs: tuple[float, float] | None,
+              p: AdaptiveParams) -> None:
+    """Move a group's read share (of its busy allowance) toward what it needs.
+
+    A direction at its limit (>= 95 %) while the other has clear slack (<= 80 % used)
+    for ``recover_after`` intervals in a row gains ``mix_step`` of the share — but the
+    slack direction keeps 125 % of what it used, so the move cannot overshoot into
+    pinning it. Otherwise the share follows the observed mix (EWMA). The two thresholds
+    and the persistence are the hysteresis that keeps a demand sitting right at a limit
+    from flipping the split every interval.
+    """
+    lim = st.limit
+    if go.iops <= 0:
+        return
+    share = st.read_share
+    if share is None:
+        st.read_share = _clamp(_read_share(go), p.min_share, 1 - p.min_share)
+        return
+    r_pin = lim.riops is not None and go.r_iops >= 0.95 * lim.riops
+    w_pin = lim.wiops is not None and go.w_iops >= 0.95 * lim.wiops
+    r_slack = (lim.riops is not None and go.r_iops <= 0.8 * lim.riops
+               and st.raised != "r")
+    w_slack = (lim.wiops is not None and go.w_iops <= 0.8 * lim.wiops
+               and st.raised != "w")
+    side = 1 if (r_pin and w_slack) else -1 if (w_pin and r_slack) else 0
+    st.pinned = st.pinned + side if side and st.pinned * side >= 0 else side
+    if side and abs(st.pinned) >= p.recover_after and costs is not None \
+            and lim.riops is not None and lim.wiops is not None:
+        cr, cw = costs
+        allowance = lim.riops * cr + lim.wiops * cw
+        if side > 0:  # reads want more; writes keep 125 % of their use
+            keep = 1.25 * go.w_iops * cw / allowance if allowance > 0 else 0.0
+            share = min(share + p.mix_step, 1 - keep) if 1 - keep > share else share
+        else:
+            keep = 1.25 * go.r_iops * cr / allowance if allowance > 0 else 0.0
+            share = max(share - p.mix_step, keep) if keep < share else share
+    elif not side and not (r_pin and w_pin):
+        # Both at their limits: the observed mix is the limits' own ratio and says
+        # nothing about demand (following it would ratchet the split through rounding).
+        share = _ewma(share, _read_share(go), p.ewma_alpha)
+    st.read_share = _clamp(share, p.min_share, 1 - p.min_share)
