@@ -17,9 +17,18 @@ from iogauge.cli.inputs import (
     parse_time,
     parse_zone,
 )
+from iogauge.cli.prometheus_source import (
+    BATCH_OPTION,
+    HEADER_OPTION,
+    HOST_LABEL_OPTION,
+    MATCH_OPTION,
+    PROMETHEUS_OPTION,
+    PromArgs,
+)
 from iogauge.importers.first_report import FirstReport
 
 if TYPE_CHECKING:
+    from iogauge.analysis.engine import AnalysisOptions
     from iogauge.analysis.service_model import ServiceModel
 
 
@@ -75,6 +84,11 @@ def analyze_cmd(
                                       "the top ones."),
     as_json: bool = typer.Option(False, "--json", help="Print the analysis as JSON "
                                  "(schema: docs/analysis.md)."),
+    prometheus: str | None = PROMETHEUS_OPTION,
+    match: str | None = MATCH_OPTION,
+    host_label: str = HOST_LABEL_OPTION,
+    header: list[str] = HEADER_OPTION,
+    hosts_per_batch: int = BATCH_OPTION,
 ) -> None:
     """Judge every device: bottleneck or not, why, and how much headroom is left.
 
@@ -82,8 +96,13 @@ def analyze_cmd(
     against the device's capability for them; seed 004's util-vs-IOPS fit (or the latency
     knee on SSD/NVMe/RAID) gives the headroom; rules explain findings with evidence.
 
+    With --prometheus, a fleet is read from its node_exporter series and the devices are
+    ranked: worst verdict first, then least headroom, then longest time over --target.
+
     Example: `iogauge analyze iostat.log --target 'sdb=100@01:00-04:00' --profile
-    sdb=hdd-7200`, or `iogauge analyze --db web1.duckdb --from 2026-11-22T08:00 --json`.
+    sdb=hdd-7200`, or `iogauge analyze --db web1.duckdb --from 2026-11-22T08:00 --json`, or
+    `iogauge analyze --prometheus http://prom:9090 --from 2026-11-22T00:00 --to
+    2026-11-23T00:00`.
     """
     # imported here, not at start-up: the engine pulls in polars, the catalog and every rule
     from iogauge.analysis.context import UTC, LatencyTarget
@@ -98,6 +117,11 @@ def analyze_cmd(
             media=parse_media(media), catalog_paths=tuple(catalog or ()),
             targets=tuple(LatencyTarget.parse(t) for t in target or ()),
             window_s=window, tz=zone or UTC)
+        prom = PromArgs.of(prometheus, match, host_label, header, hosts_per_batch,
+                           files=files, db=db)
+        if prom is not None:
+            _analyze_fleet(prom, opts, as_json=as_json, all_rows=all_findings)
+            return
         inputs = load_inputs(files, db, zone=zone, lenient=lenient,
                              start=parse_start(collected),
                              interval_s=interval, first_report=first_report)
@@ -114,3 +138,22 @@ def analyze_cmd(
             return
         print_analysis(out, result, f"iogauge analysis of {inputs.described}",
                        None if all_findings else 12)
+
+
+def _analyze_fleet(prom: PromArgs, opts: AnalysisOptions, *, as_json: bool,
+                   all_rows: bool) -> None:
+    """``analyze --prometheus``: the fleet ranking on the terminal, or the JSON document."""
+    from iogauge.cli.prometheus_source import analyze_prometheus
+    from iogauge.reporting.fleet_terminal import print_fleet
+
+    fleet, _ = analyze_prometheus(prom, opts)
+    if as_json:
+        sys.stdout.write(json.dumps(fleet.to_dict(), indent=2, default=str) + "\n")
+        return
+    for n in fleet.result.notes:
+        warn(n)
+    if not fleet.rows:
+        out.print("no device with data in the selection")
+        return
+    print_fleet(out, fleet, f"iogauge fleet analysis of {prom.described()}",
+                None if all_rows else 25)

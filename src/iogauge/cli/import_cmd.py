@@ -37,7 +37,15 @@ import typer
 
 from iogauge.cli.common import err, out, user_errors, warn
 from iogauge.cli.defaults import FORMAT_IDS as FORMATS
-from iogauge.cli.inputs import FIRST_REPORT_OPTION, parse_start, parse_zone
+from iogauge.cli.inputs import FIRST_REPORT_OPTION, parse_start, parse_time, parse_zone
+from iogauge.cli.prometheus_source import (
+    BATCH_OPTION,
+    HEADER_OPTION,
+    HOST_LABEL_OPTION,
+    MATCH_OPTION,
+    PROMETHEUS_OPTION,
+    PromArgs,
+)
 from iogauge.errors import InputFormatError, IogaugeError
 from iogauge.importers.first_report import FirstReport
 from iogauge.importers.io import (
@@ -294,7 +302,7 @@ def _summary(reads: list[_Read], interval_s: float | None = None) -> Table:
 
 
 def import_(
-    files: list[str] = typer.Argument(..., help="Files or glob patterns (quote globs: "
+    files: list[str] = typer.Argument(None, help="Files or glob patterns (quote globs: "
                                       "'logs/*.gz'). Compressed .gz/.xz/.bz2/.zst are read "
                                       "transparently."),
     fmt: str | None = typer.Option(None, "--format", "-f", help="Force a format instead of "
@@ -326,6 +334,18 @@ def import_(
                                         "bounded memory)."),
     db: Path | None = typer.Option(None, "--db", help="Store file (default: "
                                    "$XDG_DATA_HOME/iogauge/iogauge.duckdb)."),
+    prometheus: str | None = PROMETHEUS_OPTION,
+    match: str | None = MATCH_OPTION,
+    host_label: str = HOST_LABEL_OPTION,
+    header: list[str] = HEADER_OPTION,
+    hosts_per_batch: int = BATCH_OPTION,
+    span_from: str | None = typer.Option(None, "--from", help="With --prometheus: start of "
+                                         "the span to read (ISO-8601; no offset = --tz)."),
+    span_to: str | None = typer.Option(None, "--to", help="With --prometheus: end of the "
+                                       "span to read."),
+    window: float = typer.Option(60.0, "--window", min=1.0, help="With --prometheus: "
+                                 "seconds per row (the window each increase is taken "
+                                 "over)."),
 ) -> None:
     """Import iostat, sar, sadf, sa, Solaris/AIX/HP-UX, perfmon, RMF, Oracle, fio or
     diskstats files into the store (or JSON / Parquet).
@@ -341,12 +361,27 @@ def import_(
     and its compressed copy are stored once, with a warning). All files are read before
     anything is written: one unreadable file stores nothing.
 
+    With --prometheus URL --from T --to T, node_exporter's disk counters are read from a
+    Prometheus or VictoriaMetrics query API instead of files (one row per host, device and
+    --window).
+
     Example: `iogauge import /var/log/sa/sa2* --db web1.duckdb`, or
     `iogauge import iostat.log.gz --tz Asia/Tokyo --json | jq .r_await_ms`.
     """
     if as_json and parquet is not None:
         err.print("[bold red]error:[/] --json and --parquet are exclusive")
         raise typer.Exit(2)
+    with user_errors():
+        prom = PromArgs.of(prometheus, match, host_label, header, hosts_per_batch,
+                           files=files)
+        if prom is not None:
+            zone = parse_zone(tz)
+            _import_prometheus(prom, parse_time(span_from, "--from", zone),
+                               parse_time(span_to, "--to", zone), window,
+                               as_json=as_json, parquet=parquet, db=db)
+            return
+        if not files:
+            raise IogaugeError("give files to import, or --prometheus URL")
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
     from iogauge.importers.registry import expand
@@ -475,3 +510,41 @@ def import_(
             stored = target.commit(waits)
         out.print(_summary(reads, opts.interval_s))
         out.print(f"{stored:,} rows stored in {target.path}")
+
+
+def _import_prometheus(prom: PromArgs, start: datetime | None, end: datetime | None,
+                       window_s: float, *, as_json: bool, parquet: Path | None,
+                       db: Path | None) -> None:
+    """``import --prometheus``: the fleet's rows, batch by batch, to the store, Parquet or
+    JSON (all or nothing, as for files)."""
+    from iogauge.cli.prometheus_source import frames
+    from iogauge.sources.prometheus import PromRead
+
+    client, sel = prom.open(start, end, window_s)
+    read = PromRead()
+    batches = frames(client, sel, read)
+    if as_json:
+        for frame in batches:
+            _write_json_rows(frame.df, keep=("parent",))
+        where = "stdout"
+    elif parquet is not None:
+        tmp = _temporary(parquet)
+        try:
+            _write_parquet(batches, tmp)
+        except BaseException:
+            tmp.unlink(missing_ok=True)
+            raise
+        tmp.replace(parquet)
+        where = str(parquet)
+    else:
+        from iogauge.store.duckdb_store import StoreImport
+
+        with StoreImport(db, replace=True) as target:
+            for frame in batches:
+                target.add(frame)
+            target.commit(None)
+            where = str(target.path)
+    for n in read.notes:
+        warn(n)
+    err.print(f"{read.rows:,} rows of {len(read.hosts)} host(s) from {prom.described()} "
+              f"written to {where} ({read.batches} batch(es))")
