@@ -122,8 +122,8 @@ def write_fleet(out_dir: Path, hosts: int, start_s: int, steps: int, step_s: int
 
 
 def _family(files: dict[int, TextIO], block_of: npt.NDArray[np.int64],
-            ts: npt.NDArray[np.int64], name: str, hosts: int, steps: int, step_s: int, planted: dict[tuple[int, str], str],
-            seed: int) -> None:
+            ts: npt.NDArray[np.int64], name: str, hosts: int, steps: int, step_s: int,
+            planted: dict[tuple[int, str], str], seed: int) -> None:
     gauge = name in ("info", "ata_rotation_rate_rpm")
     metric = f"node_disk_{name}"
     for fh in files.values():
