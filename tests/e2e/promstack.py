@@ -13,8 +13,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
-import signal
 import socket
 import subprocess
 import time
@@ -24,7 +22,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from tests.helpers.system import require_tools
+from tests.helpers.system import _kill_group, require_tools
 
 PROMETHEUS = "prometheus"
 PROMTOOL = "promtool"
@@ -65,17 +63,8 @@ class Service:
 
 
 def stop(proc: subprocess.Popen[bytes], grace_s: float = 10.0) -> None:
-    """SIGTERM the PID, SIGKILL it if it has not ended within ``grace_s``."""
-    if proc.poll() is not None:
-        return
-    with contextlib.suppress(ProcessLookupError):
-        os.kill(proc.pid, signal.SIGTERM)
-    try:
-        proc.wait(timeout=grace_s)
-    except subprocess.TimeoutExpired:
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(proc.pid, signal.SIGKILL)
-        proc.wait(timeout=grace_s)
+    """SIGTERM the PID (the leader of its own session), SIGKILL it after ``grace_s``."""
+    _kill_group(proc, grace_s)
 
 
 def _wait_http(svc: Service, path: str, timeout_s: float = 30.0) -> None:
@@ -99,7 +88,7 @@ def _run(name: str, cmd: Sequence[str], port: int, workdir: Path, ready: str
     log = workdir / f"{name}.log"
     with log.open("wb") as out:
         proc = subprocess.Popen(list(cmd), stdout=out, stderr=subprocess.STDOUT,
-                                stdin=subprocess.DEVNULL, cwd=workdir)
+                                stdin=subprocess.DEVNULL, cwd=workdir, start_new_session=True)
     svc = Service(name, proc, port, log)
     try:
         _wait_http(svc, ready)

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 
 import typer
 
+from iogauge.cli import prometheus_source as prom_opts
 from iogauge.cli.common import MEDIA_HELP, out, user_errors, warn
 from iogauge.cli.inputs import (
     FIRST_REPORT_OPTION,
@@ -17,14 +18,7 @@ from iogauge.cli.inputs import (
     parse_time,
     parse_zone,
 )
-from iogauge.cli.prometheus_source import (
-    BATCH_OPTION,
-    HEADER_OPTION,
-    HOST_LABEL_OPTION,
-    MATCH_OPTION,
-    PROMETHEUS_OPTION,
-    PromArgs,
-)
+from iogauge.cli.prometheus_source import PromArgs
 from iogauge.importers.first_report import FirstReport
 
 if TYPE_CHECKING:
@@ -84,11 +78,11 @@ def analyze_cmd(
                                       "the top ones."),
     as_json: bool = typer.Option(False, "--json", help="Print the analysis as JSON "
                                  "(schema: docs/analysis.md)."),
-    prometheus: str | None = PROMETHEUS_OPTION,
-    match: str | None = MATCH_OPTION,
-    host_label: str = HOST_LABEL_OPTION,
-    header: list[str] = HEADER_OPTION,
-    hosts_per_batch: int = BATCH_OPTION,
+    prometheus: str | None = prom_opts.PROMETHEUS_OPTION,
+    match: str | None = prom_opts.MATCH_OPTION,
+    host_label: str = prom_opts.HOST_LABEL_OPTION,
+    header: list[str] = prom_opts.HEADER_OPTION,
+    hosts_per_batch: int = prom_opts.BATCH_OPTION,
 ) -> None:
     """Judge every device: bottleneck or not, why, and how much headroom is left.
 

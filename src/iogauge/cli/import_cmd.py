@@ -35,17 +35,11 @@ from zoneinfo import ZoneInfo
 
 import typer
 
+from iogauge.cli import prometheus_source as prom_opts
 from iogauge.cli.common import err, out, user_errors, warn
 from iogauge.cli.defaults import FORMAT_IDS as FORMATS
 from iogauge.cli.inputs import FIRST_REPORT_OPTION, parse_start, parse_time, parse_zone
-from iogauge.cli.prometheus_source import (
-    BATCH_OPTION,
-    HEADER_OPTION,
-    HOST_LABEL_OPTION,
-    MATCH_OPTION,
-    PROMETHEUS_OPTION,
-    PromArgs,
-)
+from iogauge.cli.prometheus_source import PromArgs
 from iogauge.errors import InputFormatError, IogaugeError
 from iogauge.importers.first_report import FirstReport
 from iogauge.importers.io import (
@@ -334,11 +328,11 @@ def import_(
                                         "bounded memory)."),
     db: Path | None = typer.Option(None, "--db", help="Store file (default: "
                                    "$XDG_DATA_HOME/iogauge/iogauge.duckdb)."),
-    prometheus: str | None = PROMETHEUS_OPTION,
-    match: str | None = MATCH_OPTION,
-    host_label: str = HOST_LABEL_OPTION,
-    header: list[str] = HEADER_OPTION,
-    hosts_per_batch: int = BATCH_OPTION,
+    prometheus: str | None = prom_opts.PROMETHEUS_OPTION,
+    match: str | None = prom_opts.MATCH_OPTION,
+    host_label: str = prom_opts.HOST_LABEL_OPTION,
+    header: list[str] = prom_opts.HEADER_OPTION,
+    hosts_per_batch: int = prom_opts.BATCH_OPTION,
     span_from: str | None = typer.Option(None, "--from", help="With --prometheus: start of "
                                          "the span to read (ISO-8601; no offset = --tz)."),
     span_to: str | None = typer.Option(None, "--to", help="With --prometheus: end of the "

@@ -12,16 +12,10 @@ from typing import TYPE_CHECKING
 import typer
 from rich.markup import escape
 
+from iogauge.cli import prometheus_source as prom_opts
 from iogauge.cli.common import MEDIA_HELP, err, out, user_errors, warn
 from iogauge.cli.inputs import FIRST_REPORT_OPTION
-from iogauge.cli.prometheus_source import (
-    BATCH_OPTION,
-    HEADER_OPTION,
-    HOST_LABEL_OPTION,
-    MATCH_OPTION,
-    PROMETHEUS_OPTION,
-    PromArgs,
-)
+from iogauge.cli.prometheus_source import PromArgs
 from iogauge.importers.first_report import FirstReport
 
 if TYPE_CHECKING:
@@ -83,11 +77,11 @@ def report(
     all_findings: bool = typer.Option(False, "--all", help="Print every finding in the "
                                       "terminal summary, not only the top five (the report "
                                       "always has them all)."),
-    prometheus: str | None = PROMETHEUS_OPTION,
-    match: str | None = MATCH_OPTION,
-    host_label: str = HOST_LABEL_OPTION,
-    header: list[str] = HEADER_OPTION,
-    hosts_per_batch: int = BATCH_OPTION,
+    prometheus: str | None = prom_opts.PROMETHEUS_OPTION,
+    match: str | None = prom_opts.MATCH_OPTION,
+    host_label: str = prom_opts.HOST_LABEL_OPTION,
+    header: list[str] = prom_opts.HEADER_OPTION,
+    hosts_per_batch: int = prom_opts.BATCH_OPTION,
 ) -> None:
     """Write one self-contained HTML report: verdict per device, findings with evidence,
     interactive charts (zoom, tooltips), waits, guarantee decisions.
