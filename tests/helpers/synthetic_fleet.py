@@ -97,10 +97,18 @@ def _counters(inc: dict[str, F64], kind: str | None) -> dict[str, F64]:
     return out
 
 
+def part_of(host: int, parts: Sequence[int]) -> str:
+    """The ``part`` label of a host: ``p0`` below parts[0], ``p1`` below parts[1], ...
+    (a benchmark selects the first 250, 500, ... hosts with one matcher)."""
+    return f"p{sum(1 for b in parts if host >= b)}"
+
+
 def write_fleet(out_dir: Path, hosts: int, start_s: int, steps: int, step_s: int = 60,
-                plants: Sequence[Plant] = (), seed: int = 7) -> list[Path]:
+                plants: Sequence[Plant] = (), seed: int = 7, parts: Sequence[int] = ()
+                ) -> list[Path]:
     """OpenMetrics files, one per 2-hour block, for ``hosts`` x DEVICES over ``steps``
-    samples from ``start_s``; returns their paths."""
+    samples from ``start_s``; returns their paths. ``parts``: host indices where the
+    ``part`` label changes (:func:`part_of`)."""
     planted = {(p.host, p.device): p.kind for p in plants}
     ts = start_s + step_s * np.arange(steps)
     blocks = sorted(set((ts // BLOCK_S).tolist()))
@@ -112,7 +120,7 @@ def write_fleet(out_dir: Path, hosts: int, start_s: int, steps: int, step_s: int
                      "read_bytes", "written_bytes", "read_time_seconds", "write_time_seconds",
                      "io_time_seconds", "io_time_weighted_seconds", "info",
                      "ata_rotation_rate_rpm"):
-            _family(files, block_of, ts, name, hosts, steps, step_s, planted, seed)
+            _family(files, block_of, ts, name, hosts, steps, step_s, planted, seed, parts)
         for fh in files.values():
             fh.write("# EOF\n")
     finally:
@@ -123,7 +131,7 @@ def write_fleet(out_dir: Path, hosts: int, start_s: int, steps: int, step_s: int
 
 def _family(files: dict[int, TextIO], block_of: npt.NDArray[np.int64],
             ts: npt.NDArray[np.int64], name: str, hosts: int, steps: int, step_s: int,
-            planted: dict[tuple[int, str], str], seed: int) -> None:
+            planted: dict[tuple[int, str], str], seed: int, parts: Sequence[int]) -> None:
     gauge = name in ("info", "ata_rotation_rate_rpm")
     metric = f"node_disk_{name}"
     for fh in files.values():
@@ -132,7 +140,8 @@ def _family(files: dict[int, TextIO], block_of: npt.NDArray[np.int64],
     for h in range(hosts):
         for d, (dev, svc, base) in enumerate(DEVICES):
             kind = planted.get((h, dev))
-            labels = f'{{instance="{host_name(h)}",job="node",device="{dev}"'
+            labels = (f'{{instance="{host_name(h)}",job="node",part="{part_of(h, parts)}",'
+                      f'device="{dev}"')
             if name == "info":
                 labels += ',model="SYNTH-HDD"' if dev in ROTATING else ',model="SYNTH-NVME"'
                 values = np.ones(steps)

@@ -12,18 +12,18 @@ engine does the per-sample arithmetic next to the data and iogauge receives one 
     rareq-sz = Δread_bytes / Δreads   %rrqm = Δmerged / (Δmerged + Δreads)
 
 How an increase is taken, and why not with ``increase()`` or ``rate()``: the increase of
-a counter over the window ending at t is ``x - x offset W``, the counter's last sample at
-or before t less its last sample at or before t - W. Both engines answer that alike (an
-instant selector is the last sample in the look-back), and the windows telescope: their
-increases add up to exactly the counter's change over the whole span, as iostat's intervals
-do. ``increase()`` differs between the engines: Prometheus extrapolates the samples *inside*
-the window to its edges (so the change between the last sample of one window and the first
-of the next is estimated, not counted), VictoriaMetrics starts from the last sample before
-the window and does not extrapolate. Measured on a loop device under an unsteady fio load
-with 4 s windows at a 1 s scrape, Prometheus's ``increase()`` put r/s 3.6 and 5.3 % under
-``iogauge record`` (two runs); VictoriaMetrics's, and the difference above on both engines,
-within 0.5 % (tests/e2e/test_prometheus_exactness.py). The latencies, request sizes and merge
-shares are ratios of two increases over the same two samples.
+a counter over the window (t - W, t] is its last sample in that window less its last
+sample in the window before (``last_over_time`` of each). Both engines answer that alike,
+and the windows telescope: their increases add up to exactly the counter's change over the
+whole span, as iostat's intervals do. ``increase()`` differs between the engines:
+Prometheus extrapolates the samples *inside* the window to its edges (so the change between
+the last sample of one window and the first of the next is estimated, not counted),
+VictoriaMetrics starts from the last sample before the window and does not extrapolate.
+Measured on a loop device under an unsteady fio load with 4 s windows at a 1 s scrape,
+Prometheus's ``increase()`` put r/s 3.6 and 5.3 % under ``iogauge record`` (two runs);
+VictoriaMetrics's, and the difference above on both engines, within 0.5 %
+(tests/e2e/test_prometheus_exactness.py). The latencies, request sizes and merge shares are
+ratios of two increases over the same two samples.
 
 Each increase is kept only where it is honest (:func:`counter_delta`):
 
@@ -32,10 +32,10 @@ Each increase is kept only where it is honest (:func:`counter_delta`):
   fields as 32-bit ``%u`` [iostats] (node_exporter divides them by 1000), so after ~49.7
   days of busy time they wrap to near zero: the window of the wrap has null latencies,
   %util and aqu-sz (its counts are still good), never a spike;
-* the window and the one before it each hold a sample: across a gap (the exporter or the
-  scrape was down) the look-back would reach a sample from before the gap and pour the
-  whole gap's I/O into one window. The windows of a gap and the first one after it are
-  null rows.
+* the window and the one before it each hold a sample (``last_over_time`` of an empty
+  window is absent): across a gap (the exporter or the scrape was down) a look-back to a
+  sample from before the gap would pour the whole gap's I/O into one window. The windows
+  of a gap and the first one after it are null rows.
 """
 
 from __future__ import annotations
@@ -233,10 +233,10 @@ def counter_delta(series: str, window_s: float) -> str:
     rng = window_text(window_s)
     # The window is (t - W, t]: a range of W less 1 ms, as Prometheus 2's ranges include
     # their left end (a sample exactly at t - W belongs to the window before).
+    # last_over_time of an empty window is absent, so a gap needs no guard of its own.
     inner = window_text(window_s - 0.001)
-    return (f"((({series} - {series} offset {rng}) >= 0)"
-            f" and (count_over_time({series}[{inner}]) > 0)"
-            f" and (count_over_time({series}[{inner}] offset {rng}) > 0))")
+    return (f"((last_over_time({series}[{inner}])"
+            f" - last_over_time({series}[{inner}] offset {rng})) >= 0)")
 
 
 def inflight_expression(matchers: tuple[Matcher, ...]) -> str:
