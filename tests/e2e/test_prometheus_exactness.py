@@ -99,6 +99,7 @@ def test_prometheus_and_victoria_agree_with_record(throttled_loop: ThrottledLoop
     for engine, rows in engines.items():
         assert len(rows) == N_WINDOWS, f"{engine}: {len(rows)} rows, {rows}"
         assert all(r["host"] == ne.target and r["device"] == dev for r in rows)
+        assert all(0 < r["cpu_idle_pct"] + r["cpu_user_pct"] <= 100.5 for r in rows)
         for col, tol, weight in COMPARED:
             theirs, mine = _mean(rows, col, weight), _mean(ours, col, weight)
             line = f"{engine} {col}: {theirs:.4g} vs record {mine:.4g}"

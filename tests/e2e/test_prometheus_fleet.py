@@ -107,3 +107,25 @@ def test_fleet_page(fleet: tuple[Service, str, str], tmp_path: Path) -> None:
     assert doc["devices"]["d1"]["title"].startswith(f"{host_name(1)} sda: bottleneck")
     assert len(doc["devices"]["d1"]["series"]["iops"]) == 96
     assert 'href="#d1"' in page
+
+
+def test_import_into_store_and_parquet(fleet: tuple[Service, str, str], tmp_path: Path) -> None:
+    prom, a, b = fleet
+    db = tmp_path / "fleet.duckdb"
+    res = _run("import", "--prometheus", prom.url, "--from", a, "--to", b, "--db", str(db))
+    assert res.returncode == 0, res.stderr[-3000:]
+    assert f"of {HOSTS} host(s)" in res.stderr
+    pq = tmp_path / "fleet.parquet"
+    res = _run("import", "--prometheus", prom.url, "--match", 'device="sda"', "--from", a,
+               "--to", b, "--parquet", str(pq))
+    assert res.returncode == 0, res.stderr[-3000:]
+    import polars as pl
+
+    df = pl.read_parquet(pq)
+    assert df["host"].n_unique() == HOSTS and df["device"].unique().to_list() == ["sda"]
+    assert df.height == HOSTS * (STEPS - 1)  # windows 1..179: each needs the sample before
+    # the store holds the same rows: analysing it ranks the saturated disk first
+    res = _run("analyze", "--db", str(db), "--json")
+    assert res.returncode == 0, res.stderr[-3000:]
+    first = json.loads(res.stdout)["devices"][0]
+    assert (first["host"], first["verdict"]) == (host_name(1), "bottleneck")

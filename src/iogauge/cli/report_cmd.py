@@ -91,7 +91,7 @@ def report(
 
     With --prometheus, the page is the fleet view: every device of every host ranked
     (worst verdict, least headroom, longest time over --target) in a sortable table, each
-    linking to its charts; ~6 MB for 1,000 hosts x 4 devices (benchmarks/README.md).
+    linking to its charts; ~8.6 MB for 1,000 hosts x 4 devices (benchmarks/README.md).
 
     Example: `iogauge report --db web1.duckdb --from 2026-11-22T00:00 -o web1.html`, or
     `iogauge report iostat.log.gz --device sdb -o sdb.html --json > sdb.json`.
