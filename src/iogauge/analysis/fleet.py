@@ -146,6 +146,18 @@ def rank(result: AnalysisResult, over: Mapping[str, float]) -> list[FleetRow]:
     return rows
 
 
+def order_by_rank(result: AnalysisResult, rows: list[FleetRow]) -> None:
+    """Put ``result.devices`` in the ranking's order."""
+    order = {r.key: r.rank for r in rows}
+    result.devices.sort(key=lambda d: order.get(d.device, len(order)))
+
+
+def rank_hosts(result: AnalysisResult, frame: SampleFrame, opts: AnalysisOptions) -> None:
+    """Several hosts analysed at once (a store or files): devices in the fleet order."""
+    if len({d.host for d in result.devices}) > 1:
+        order_by_rank(result, rank(result, over_target_s(frame, opts.targets, True, opts)))
+
+
 def analyze_fleet(batches: Iterable[Batch], opts: AnalysisOptions, *,
                   multi_host: bool = True,
                   on_batch: Callable[[SampleFrame, AnalysisResult], None] | None = None
@@ -178,6 +190,5 @@ def analyze_fleet(batches: Iterable[Batch], opts: AnalysisOptions, *,
                            [], 0, n)
     result = _merge(parts)
     rows = rank(result, over)
-    order = {r.key: r.rank for r in rows}
-    result.devices.sort(key=lambda d: order[d.device])
+    order_by_rank(result, rows)
     return FleetResult(result, rows, len(hosts), n)

@@ -101,6 +101,7 @@ def analyze_cmd(
     # imported here, not at start-up: the engine pulls in polars, the catalog and every rule
     from iogauge.analysis.context import UTC, LatencyTarget
     from iogauge.analysis.engine import AnalysisOptions, analyze
+    from iogauge.analysis.fleet import rank_hosts
     from iogauge.reporting.analysis_terminal import print_analysis
 
     with user_errors():
@@ -122,6 +123,7 @@ def analyze_cmd(
         for n in inputs.notes:
             warn(n)
         result = analyze(inputs.frame, inputs.waits, inputs.infos, opts)
+        rank_hosts(result, inputs.frame, opts)  # several hosts: the fleet's order
         if as_json:
             # the import's notes too (first report since-boot or measured, and why)
             result.notes[:0] = inputs.notes

@@ -99,6 +99,7 @@ def report(
     # imported here: the analysis pulls in the catalog and every rule
     from iogauge.analysis.context import UTC, LatencyTarget
     from iogauge.analysis.engine import AnalysisOptions, analyze
+    from iogauge.analysis.fleet import rank_hosts
     from iogauge.cli.analyze_cmd import parse_media, parse_profiles
     from iogauge.cli.inputs import load_inputs, parse_time, parse_zone
     from iogauge.model.sampleframe import SampleFrame
@@ -122,6 +123,7 @@ def report(
         for n in inputs.notes:
             warn(n)
         result = analyze(inputs.frame, inputs.waits, inputs.infos, opts)
+        rank_hosts(result, inputs.frame, opts)  # several hosts: the fleet's order
         # the page and the JSON state the import's notes too (the terminal has them above)
         stated = replace(result, notes=[*inputs.notes, *result.notes])
         guarantee = None
