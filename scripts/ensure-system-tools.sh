@@ -3,8 +3,9 @@
 #   fio (load generator), sysstat (iostat/sar/sadf, the reference we compare against),
 #   fuse3 (the lab's emulated disk), util-linux (losetup),
 #   chromium (Debian's headless browser: the HTML report is opened in it and checked),
-#   prometheus (with promtool), prometheus-node-exporter, victoria-metrics (the fleet tests
-#   scrape with the real programs and check the alert rules with promtool).
+#   prometheus (with promtool), prometheus-node-exporter, victoria-metrics (the fleet source
+#   reads node_exporter's counters through their query API; the exporter's tests scrape with
+#   the real programs and check the alert rules with promtool).
 # As root this installs with apt-get; otherwise it says what is missing and the tests that
 # need those programs skip with that reason.
 set -euo pipefail
@@ -19,7 +20,8 @@ for cmd in "${!pkg_for[@]}"; do
     command -v "$cmd" >/dev/null 2>&1 || missing+=("${pkg_for[$cmd]}")
 done
 if [ ${#missing[@]} -eq 0 ]; then
-    echo "system tools: fio, sysstat, fuse3, losetup, chromium, prometheus, promtool, node_exporter, victoria-metrics present"
+    echo "system tools: fio, sysstat, fuse3, losetup, chromium, prometheus, promtool," \
+         "node_exporter, victoria-metrics present"
     exit 0
 fi
 mapfile -t pkgs < <(printf '%s\n' "${missing[@]}" | sort -u)

@@ -57,3 +57,8 @@ class StoreError(IogaugeError):
 
 class StoreBusyError(StoreError):
     """Another process holds the store: a second writer, or DuckDB's file lock."""
+
+
+class SourceError(IogaugeError):
+    """A remote source (a Prometheus or VictoriaMetrics query API) cannot be read: the URL is
+    unreachable, refuses the credentials, rejects a query, or has no matching data."""

@@ -250,8 +250,9 @@ class AnalysisContext:
               window_s: float | None = None, tz: ZoneInfo = UTC) -> AnalysisContext:
         """Split ``frame`` per device, drop reset/since-boot rows, aggregate windows.
 
-        ``infos`` is keyed by kernel device name (as ``LinuxCollector.device_info``).
-        ``window_s`` None chooses 60 s, or the data's interval when that is longer.
+        ``infos`` is keyed by kernel device name (as ``LinuxCollector.device_info``), or by
+        ``host:device`` when the frame holds several hosts. ``window_s`` None chooses 60 s,
+        or the data's interval when that is longer.
         """
         df = frame.df if isinstance(frame, SampleFrame) else frame
         notes: list[str] = []
@@ -283,7 +284,9 @@ class AnalysisContext:
             index = pl.Series("_i", idx, dtype=pl.UInt32)
             head = first.row(int(idx[0]))
             dev = DeviceContext(key=key, host=host_s, device=dev_s, kind=str(head[0]),
-                                parent=head[1], source=str(head[2]), info=infos.get(dev_s),
+                                parent=head[1], source=str(head[2]),
+                                # several hosts: metadata keyed host:device (a fleet source)
+                                info=infos.get(key) if multi_host else infos.get(dev_s),
                                 frame=df, index=index)
             devices[key] = dev
         windows = aggregate_windows_by_device(df, win)

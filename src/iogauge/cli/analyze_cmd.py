@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 
 import typer
 
+from iogauge.cli import prometheus_source as prom_opts
 from iogauge.cli.common import MEDIA_HELP, out, user_errors, warn
 from iogauge.cli.inputs import (
     DEVICE_OPTION,
@@ -22,9 +23,11 @@ from iogauge.cli.inputs import (
     parse_time,
     parse_zone,
 )
+from iogauge.cli.prometheus_source import PromArgs
 from iogauge.importers.first_report import FirstReport
 
 if TYPE_CHECKING:
+    from iogauge.analysis.engine import AnalysisOptions
     from iogauge.analysis.service_model import ServiceModel
 
 
@@ -93,6 +96,11 @@ def analyze_cmd(
                                       "the top ones."),
     as_json: bool = typer.Option(False, "--json", help="Print the analysis as JSON "
                                  "(schema: docs/analysis.md)."),
+    prometheus: str | None = prom_opts.PROMETHEUS_OPTION,
+    match: str | None = prom_opts.MATCH_OPTION,
+    host_label: str = prom_opts.HOST_LABEL_OPTION,
+    header: list[str] = prom_opts.HEADER_OPTION,
+    hosts_per_batch: int = prom_opts.BATCH_OPTION,
 ) -> None:
     """Judge every device: bottleneck or not, why, and how much headroom is left.
 
@@ -100,12 +108,18 @@ def analyze_cmd(
     against the device's capability for them; [Oe]'s util-vs-IOPS fit (or the latency
     knee on SSD/NVMe/RAID) gives the headroom; rules explain findings with evidence.
 
+    With --prometheus, a fleet is read from its node_exporter series and the devices are
+    ranked: worst verdict first, then least headroom, then longest time over --target.
+
     Example: `iogauge analyze iostat.log --target 'sdb=100@01:00-04:00' --profile
-    sdb=hdd-7200`, or `iogauge analyze --db web1.duckdb --from 2026-11-22T08:00 --json`.
+    sdb=hdd-7200`, or `iogauge analyze --db web1.duckdb --from 2026-11-22T08:00 --json`, or
+    `iogauge analyze --prometheus http://prom:9090 --from 2026-11-22T00:00 --to
+    2026-11-23T00:00`.
     """
     # imported here, not at start-up: the engine pulls in polars, the catalog and every rule
     from iogauge.analysis.context import UTC, LatencyTarget
     from iogauge.analysis.engine import AnalysisOptions, analyze
+    from iogauge.analysis.fleet import rank_hosts
     from iogauge.reporting.analysis_terminal import print_analysis
 
     with user_errors():
@@ -117,12 +131,18 @@ def analyze_cmd(
             catalog_paths=tuple(catalog or ()),
             targets=tuple(LatencyTarget.parse(t) for t in target or ()),
             window_s=window, tz=zone or UTC)
+        prom = PromArgs.of(prometheus, match, host_label, header, hosts_per_batch,
+                           files=files, db=db)
+        if prom is not None:
+            _analyze_fleet(prom, opts, as_json=as_json, all_rows=all_findings)
+            return
         inputs = load_inputs(files, db, zone=zone, lenient=lenient,
                              start=parse_start(collected),
                              interval_s=interval, first_report=first_report)
         for n in inputs.notes:
             warn(n)
         result = analyze(inputs.frame, inputs.waits, inputs.infos, opts)
+        rank_hosts(result, inputs.frame, opts)  # several hosts: the fleet's order
         if as_json:
             # the import's notes too (first report since-boot or measured, and why)
             result.notes[:0] = inputs.notes
@@ -134,3 +154,22 @@ def analyze_cmd(
         # (an AWR RAC global report has wait events and no device: its findings are shown)
         print_analysis(out, result, f"iogauge analysis of {inputs.described}",
                        None if all_findings else 12)
+
+
+def _analyze_fleet(prom: PromArgs, opts: AnalysisOptions, *, as_json: bool,
+                   all_rows: bool) -> None:
+    """``analyze --prometheus``: the fleet ranking on the terminal, or the JSON document."""
+    from iogauge.cli.prometheus_source import analyze_prometheus
+    from iogauge.reporting.fleet_terminal import print_fleet
+
+    fleet, _ = analyze_prometheus(prom, opts)
+    if as_json:
+        sys.stdout.write(json.dumps(fleet.to_dict(), indent=2, default=str) + "\n")
+        return
+    for n in fleet.result.notes:
+        warn(n)
+    if not fleet.rows:
+        out.print("no device with data in the selection")
+        return
+    print_fleet(out, fleet, f"iogauge fleet analysis of {prom.described()}",
+                None if all_rows else 25)

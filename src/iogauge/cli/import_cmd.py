@@ -23,10 +23,12 @@ from zoneinfo import ZoneInfo
 
 import typer
 
+from iogauge.cli import prometheus_source as prom_opts
 from iogauge.cli.common import err, user_errors, warn
 from iogauge.cli.defaults import FORMAT_IDS as FORMATS
 from iogauge.cli.import_outputs import ImportOutput, JsonOutput, ParquetOutput, StoreOutput
-from iogauge.cli.inputs import FIRST_REPORT_OPTION, parse_start, parse_zone
+from iogauge.cli.inputs import FIRST_REPORT_OPTION, parse_start, parse_time, parse_zone
+from iogauge.cli.prometheus_source import PromArgs
 from iogauge.errors import IogaugeError
 from iogauge.importers.first_report import FirstReport
 
@@ -136,7 +138,7 @@ def _open(path: Path, opts: _Options) -> tuple[_Read, Iterator[SampleFrame]]:
 
 
 def import_(
-    files: list[str] = typer.Argument(..., help="Files or glob patterns (quote globs: "
+    files: list[str] = typer.Argument(None, help="Files or glob patterns (quote globs: "
                                       "'logs/*.gz'). Compressed .gz/.xz/.bz2/.zst are read "
                                       "transparently."),
     fmt: str | None = typer.Option(None, "--format", "-f", help="Force a format instead of "
@@ -168,6 +170,18 @@ def import_(
                                         "bounded memory)."),
     db: Path | None = typer.Option(None, "--db", help="Store file (default: "
                                    "$XDG_DATA_HOME/iogauge/iogauge.duckdb)."),
+    prometheus: str | None = prom_opts.PROMETHEUS_OPTION,
+    match: str | None = prom_opts.MATCH_OPTION,
+    host_label: str = prom_opts.HOST_LABEL_OPTION,
+    header: list[str] = prom_opts.HEADER_OPTION,
+    hosts_per_batch: int = prom_opts.BATCH_OPTION,
+    span_from: str | None = typer.Option(None, "--from", help="With --prometheus: start of "
+                                         "the span to read (ISO-8601; no offset = --tz)."),
+    span_to: str | None = typer.Option(None, "--to", help="With --prometheus: end of the "
+                                       "span to read."),
+    window: float = typer.Option(60.0, "--window", min=1.0, help="With --prometheus: "
+                                 "seconds per row (the window each increase is taken "
+                                 "over)."),
 ) -> None:
     """Import iostat, sar, sadf, sa, Solaris/AIX/HP-UX, perfmon, RMF, Oracle, fio or
     diskstats files into the store (or JSON / Parquet).
@@ -183,12 +197,27 @@ def import_(
     and its compressed copy are stored once, with a warning). All files are read before
     anything is written: one unreadable file stores nothing.
 
+    With --prometheus URL --from T --to T, node_exporter's disk counters are read from a
+    Prometheus or VictoriaMetrics query API instead of files (one row per host, device and
+    --window).
+
     Example: `iogauge import /var/log/sa/sa2* --db web1.duckdb`, or
     `iogauge import iostat.log.gz --tz Asia/Tokyo --json | jq .r_await_ms`.
     """
     if as_json and parquet is not None:
         err.print("[bold red]error:[/] --json and --parquet are exclusive")
         raise typer.Exit(2)
+    with user_errors():
+        prom = PromArgs.of(prometheus, match, host_label, header, hosts_per_batch,
+                           files=files)
+        if prom is not None:
+            zone = parse_zone(tz)
+            _import_prometheus(prom, parse_time(span_from, "--from", zone),
+                               parse_time(span_to, "--to", zone), window,
+                               _output(as_json, parquet, db))
+            return
+        if not files:
+            raise IogaugeError("give files to import, or --prometheus URL")
     from iogauge.importers.registry import expand
 
     with user_errors():
@@ -201,9 +230,7 @@ def import_(
                         date_order=date_order.upper() if date_order else None,
                         first_report=first_report)
         paths = expand(files)
-        output: ImportOutput = (JsonOutput() if as_json else
-                                ParquetOutput(parquet) if parquet is not None else
-                                StoreOutput(db))
+        output = _output(as_json, parquet, db)
         with output:
             reads, failures = _read_all(paths, opts, output)
             if failures:
@@ -263,3 +290,26 @@ def _warn_skipped(reads: list[_Read]) -> None:
             warn(f"{r.path}: skipped {r.skipped} unreadable line(s) (--lenient)")
             for ex in r.skipped_examples:
                 err.print(f"    {ex}", markup=False)
+
+
+def _output(as_json: bool, parquet: Path | None, db: Path | None) -> ImportOutput:
+    return (JsonOutput() if as_json else ParquetOutput(parquet) if parquet is not None
+            else StoreOutput(db))
+
+
+def _import_prometheus(prom: PromArgs, start: datetime | None, end: datetime | None,
+                       window_s: float, output: ImportOutput) -> None:
+    """``import --prometheus``: the fleet's rows, batch by batch, to the store, Parquet or
+    JSON (all or nothing, as for files)."""
+    from iogauge.cli.prometheus_source import frames
+    from iogauge.sources.prometheus import PromRead
+
+    client, sel = prom.open(start, end, window_s)
+    read = PromRead()
+    with output:
+        output.begin_file()
+        output.consume(frames(client, sel, read))
+        for n in read.notes:
+            warn(n)
+        output.finish_rows(f"{read.rows:,} rows of {len(read.hosts)} host(s) from "
+                           f"{prom.described()} ({read.batches} batch(es))")

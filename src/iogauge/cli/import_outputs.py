@@ -120,6 +120,11 @@ class ImportOutput:
     def finish(self, reads: list[_Read], interval_s: float | None) -> None:
         raise NotImplementedError
 
+    def finish_rows(self, what: str) -> None:
+        """Write what was consumed from a source that is not files (``what`` describes
+        it)."""
+        raise NotImplementedError
+
 
 class StoreOutput(ImportOutput):
     """Into the store ``db`` (see :class:`~iogauge.store.importing.StoreImport`)."""
@@ -185,6 +190,10 @@ class StoreOutput(ImportOutput):
         out.print(summary_table(reads, interval_s))
         out.print(f"{stored:,} rows stored in {self.target.path}")
 
+    def finish_rows(self, what: str) -> None:
+        self.target.commit(None)
+        err.print(f"{what} stored in {self.target.path}")
+
 
 class ParquetOutput(ImportOutput):
     """Into the Parquet file ``path`` (zstd, statistics, as :meth:`SampleFrame.to_parquet`),
@@ -223,6 +232,10 @@ class ParquetOutput(ImportOutput):
         out.print(summary_table(reads, interval_s))
         out.print(f"{sum(r.rows for r in reads):,} rows written to {self.path}")
 
+    def finish_rows(self, what: str) -> None:
+        self._tmp.replace(self.path)
+        err.print(f"{what} written to {self.path}")
+
 
 class JsonOutput(ImportOutput):
     """One JSON object per row on stdout, samples then wait events; the summary on stderr.
@@ -244,6 +257,12 @@ class JsonOutput(ImportOutput):
         _write_json_rows(frame.df, keep=("parent",))
         _write_json_rows(_all_waits(reads).df, keep=())
         err.print(summary_table(reads, interval_s))
+
+    def finish_rows(self, what: str) -> None:
+        frame = _concat(self._kept)
+        self._kept = []
+        _write_json_rows(frame.df, keep=("parent",))
+        err.print(f"{what} written to stdout")
 
 
 def _json_default(value: object) -> str:
