@@ -255,6 +255,18 @@ class Sec3Result:
 Measure = Callable[[list[Workload], float], SweepPoint]
 
 
+def _knee(name: str, placement: str, points: list[SweepPoint], cfg: Sec3Config) -> KneeFit:
+    """The knee of the measured points; a sweep whose %util does not grow with IOPS (a
+    device disturbed by other load on the machine) is an experiment error, not a crash."""
+    try:
+        return find_knee([(p.iops, p.util_pct) for p in points], tol=cfg.tol,
+                         fit_lo=cfg.fit_lo, fit_hi=cfg.fit_hi)
+    except ValueError as exc:
+        measured = ", ".join(f"{p.iops:.0f} IO/s at {p.util_pct:.0f} %" for p in points)
+        raise ExperimentError(f"{name}@{placement}: {exc} (measured: {measured}); a device "
+                              "shared with other load gives no clean sweep") from exc
+
+
 def _sweep(measure: Measure, name: str, placement: str, cfg: Sec3Config) -> CaseResult:
     t0 = time.monotonic()
     uncapped = oe_paper(name, placement, threads=cfg.threads)
@@ -276,8 +288,7 @@ def _sweep(measure: Measure, name: str, placement: str, cfg: Sec3Config) -> Case
         saturated = saturated + 1 if p.util_pct >= 99.5 else 0
         if saturated >= 2:
             break
-    fit = find_knee([(p.iops, p.util_pct) for p in points], tol=cfg.tol, fit_lo=cfg.fit_lo,
-                    fit_hi=cfg.fit_hi)
+    fit = _knee(name, placement, points, cfg)
     for _ in range(cfg.refine):
         # Bisect on the cap between the knee (the line's last point) and the next cap run:
         # where the curve falls off a cliff the knee lies in between.
@@ -296,8 +307,7 @@ def _sweep(measure: Measure, name: str, placement: str, cfg: Sec3Config) -> Case
         if hi - lo < 2.0:
             break
         points.append(at(round((lo + hi) / 2.0)))
-        fit = find_knee([(p.iops, p.util_pct) for p in points], tol=cfg.tol,
-                        fit_lo=cfg.fit_lo, fit_hi=cfg.fit_hi)
+        fit = _knee(name, placement, points, cfg)
     return CaseResult(workload=name, placement=placement, max_iops=max_iops,
                       max_util_pct=top.util_pct, points=points, fit=fit,
                       wall_s=time.monotonic() - t0)
