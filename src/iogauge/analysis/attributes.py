@@ -202,6 +202,35 @@ def _f(v: object) -> float | None:
     return x if math.isfinite(x) else None
 
 
+class _Columns:
+    """Which columns the rows carry: (has any value, has no null) per column."""
+
+    def __init__(self, signature: dict[str, tuple[bool, bool]]) -> None:
+        self.sig = signature
+
+    def has(self, c: str) -> bool:
+        return self.sig[c][0]
+
+    def full(self, c: str) -> bool:
+        return self.sig[c][1]
+
+    def col(self, c: str) -> pl.Expr:
+        return pl.col(c) if self.has(c) else pl.lit(None, dtype=pl.Float64)
+
+    def total(self, single: str, parts: tuple[str, ...]) -> pl.Expr:
+        """``single`` where reported, else the sum of the parts present."""
+        if self.full(single):
+            return pl.col(single)
+        present = [p for p in parts if self.has(p)]
+        if present and all(self.full(p) for p in present):
+            summed = pl.sum_horizontal([pl.col(p) for p in present])
+        elif present:
+            summed = _sum_present(*present)
+        else:
+            summed = pl.lit(None, dtype=pl.Float64)
+        return pl.coalesce(self.col(single), summed) if self.has(single) else summed
+
+
 def _plan(rows: pl.DataFrame, signature: dict[str, tuple[bool, bool]] | None = None
           ) -> tuple[pl.LazyFrame, dict[str, pl.Expr]]:
     """The per-row derived columns (lazy) and the aggregations :func:`compute` reads.
@@ -217,36 +246,13 @@ def _plan(rows: pl.DataFrame, signature: dict[str, tuple[bool, bool]] | None = N
         h = rows.height
         signature = {c: (rows[c].null_count() < h, rows[c].null_count() == 0)
                      for c in _COLUMNS}
-    sig = signature
-
-    def has(c: str) -> bool:
-        return sig[c][0]
-
-    def full(c: str) -> bool:
-        return sig[c][1]
-
-    def col(c: str) -> pl.Expr:
-        return pl.col(c) if has(c) else pl.lit(None, dtype=pl.Float64)
-
-    def total(single: str, parts: tuple[str, ...]) -> pl.Expr:
-        """``single`` where reported, else the sum of the parts present."""
-        if full(single):
-            return pl.col(single)
-        present = [p for p in parts if has(p)]
-        if present and all(full(p) for p in present):
-            summed = pl.sum_horizontal([pl.col(p) for p in present])
-        elif present:
-            summed = _sum_present(*present)
-        else:
-            summed = pl.lit(None, dtype=pl.Float64)
-        return pl.coalesce(col(single), summed) if has(single) else summed
-
+    k = _Columns(signature)
+    col = k.col
     dt = pl.col("interval_s")
-    split = has("r_iops") and has("w_iops")
     derived: dict[str, pl.Expr] = {
-        "_ops": total("iops", ("r_iops", "w_iops", "d_iops")),
-        "_kb": total("kBps", ("r_kBps", "w_kBps", "d_kBps")),
-        "_await": pl.col("await_ms") if full("await_ms") else await_expr(),
+        "_ops": k.total("iops", ("r_iops", "w_iops", "d_iops")),
+        "_kb": k.total("kBps", ("r_kBps", "w_kBps", "d_kBps")),
+        "_await": pl.col("await_ms") if k.full("await_ms") else await_expr(),
     }
     lf = rows.lazy().with_columns(**derived)
     ops = pl.col("_ops")
@@ -259,6 +265,15 @@ def _plan(rows: pl.DataFrame, signature: dict[str, tuple[bool, bool]] | None = N
                               _per_op(col("w_kBps"), col("w_iops"))),
     }
     lf = lf.with_columns(**second)
+    aggs = _load_aggs(k)
+    aggs.update(_seq_aggs(k))
+    aggs.update(_busy_aggs(k))
+    return lf, aggs
+
+
+def _load_aggs(k: _Columns) -> dict[str, pl.Expr]:
+    """Rates, sizes, latencies and shares of the rows (over :func:`_plan`'s columns)."""
+    col, has, dt, ops = k.col, k.has, pl.col("interval_s"), pl.col("_ops")
     aggs: dict[str, pl.Expr] = {
         "intervals": pl.len(), "span_s": dt.sum(),
         "iops_mean": _wmean(ops, dt), "iops_peak": ops.max(),
@@ -272,7 +287,7 @@ def _plan(rows: pl.DataFrame, signature: dict[str, tuple[bool, bool]] | None = N
                     ("aqu_mean", "aqu_sz"), ("util_mean", "util_pct"),
                     ("hit_time", "cache_hit_pct")):
         if has(c):
-            aggs[name] = _wmean(pl.col(c), dt, complete=full(c))
+            aggs[name] = _wmean(pl.col(c), dt, complete=k.full(c))
     for name, c in (("aqu_peak", "aqu_sz"), ("util_peak", "util_pct")):
         if has(c):
             aggs[name] = pl.col(c).max()
@@ -281,49 +296,58 @@ def _plan(rows: pl.DataFrame, signature: dict[str, tuple[bool, bool]] | None = N
                        ("hit_ops", "cache_hit_pct", "_n"), ("svctm_rep", "svctm_ms", "_n")):
         if c.startswith("_") or has(c):
             aggs[name] = _wmean(pl.col(c), pl.col(w))
-    if split:
+    if has("r_iops") and has("w_iops"):
         d_n = (pl.col("d_iops") * dt).fill_null(0.0) if has("d_iops") else pl.lit(0.0)
         aggs["read_pct"] = _share(pl.col("_rn"), pl.col("_rn") + pl.col("_wn") + d_n)
     if has("r_kBps") and has("w_kBps"):
         d_kb = (pl.col("d_kBps") * dt).fill_null(0.0) if has("d_kBps") else pl.lit(0.0)
         aggs["read_bytes_pct"] = _share(pl.col("r_kBps") * dt,
                                         (pl.col("r_kBps") + pl.col("w_kBps")) * dt + d_kb)
-    # --- sequential share: counted by the controller (RMF cache) or estimated -----------
+    return aggs
+
+
+def _seq_aggs(k: _Columns) -> dict[str, pl.Expr]:
+    """The sequential share: counted by the controller (RMF cache) or estimated."""
+    col, has, dt = k.col, k.has, pl.col("interval_s")
     if has("seq_read_ps") or has("seq_write_ps"):
         seq = _sum_present("seq_read_ps", "seq_write_ps")
         # The controller counts sequential operations in its cache report, whose read and
         # write rates (r_iops, w_iops) are the matching denominator; the device activity
         # rate (iops) of the same interval may differ (RMF counts them in another report).
         cache_ops = pl.coalesce(_sum_present("r_iops", "w_iops", "d_iops"), col("iops"))
-        aggs["seq_counted"] = _share(seq * dt, pl.when(seq.is_not_null()).then(cache_ops * dt))
-        aggs["seq_r"] = (col("seq_read_ps") * dt).sum()
-        aggs["seq_w"] = (col("seq_write_ps") * dt).sum()
-    else:
-        merges = {d: (f"{d}_merged_ps" if has(f"{d}_merged_ps") else None,
-                      f"{d}_rqm_pct" if has(f"{d}_rqm_pct") else None) for d in ("r", "w")}
-        # Reads and writes separately where the split is known (their sizes and merges
-        # differ a lot: 4 kB random reads beside 512 kB writeback), else the interval as
-        # a whole from its mean size.
-        est = (_seq_ops("r_iops", pl.col("_rareq"), *merges["r"])
-               + _seq_ops("w_iops", pl.col("_wareq"), *merges["w"])
-               if split else _size_fraction(pl.col("_areq")) * ops)
-        aggs["seq_est"] = _share(est * dt, pl.col("_n"))
-        aggs["has_merges"] = pl.lit(any(m is not None for pair in merges.values()
-                                        for m in pair))
-    # Busy milliseconds per operation ([Oe]'s busy_per_iops in time units): the
-    # operation-weighted mean of util/IOPS. Saturated intervals are left out: on a device
-    # serving several requests at once %util caps at 100 % and util/IOPS there says nothing
-    # about a request's service time. So are intervals with operations but 0 %util: their
-    # busy time is below the source's resolution (RMF prints 0.00).
-    if has("util_pct"):
-        util = pl.col("util_pct")
-        below = (ops > 0) & (util > 0.0) & (util < 100.0)
-        saturated = (ops > 0) & (util >= 100.0)
-        aggs["busy_ms"] = (util * dt * 10.0).filter(below).sum()
-        aggs["busy_n"] = pl.col("_n").filter(below).sum()
-        aggs["sat_ms"] = (dt * 1000.0).filter(saturated).sum()
-        aggs["sat_n"] = pl.col("_n").filter(saturated).sum()
-    return lf, aggs
+        return {"seq_counted": _share(seq * dt,
+                                      pl.when(seq.is_not_null()).then(cache_ops * dt)),
+                "seq_r": (col("seq_read_ps") * dt).sum(),
+                "seq_w": (col("seq_write_ps") * dt).sum()}
+    merges = {d: (f"{d}_merged_ps" if has(f"{d}_merged_ps") else None,
+                  f"{d}_rqm_pct" if has(f"{d}_rqm_pct") else None) for d in ("r", "w")}
+    # Reads and writes separately where the split is known (their sizes and merges differ
+    # a lot: 4 kB random reads beside 512 kB writeback), else the interval as a whole from
+    # its mean size.
+    est = (_seq_ops("r_iops", pl.col("_rareq"), *merges["r"])
+           + _seq_ops("w_iops", pl.col("_wareq"), *merges["w"])
+           if has("r_iops") and has("w_iops")
+           else _size_fraction(pl.col("_areq")) * pl.col("_ops"))
+    return {"seq_est": _share(est * dt, pl.col("_n")),
+            "has_merges": pl.lit(any(m is not None for pair in merges.values()
+                                     for m in pair))}
+
+
+def _busy_aggs(k: _Columns) -> dict[str, pl.Expr]:
+    """Busy milliseconds per operation ([Oe]'s busy_per_iops in time units): the
+    operation-weighted mean of util/IOPS. Saturated intervals are left out: on a device
+    serving several requests at once %util caps at 100 % and util/IOPS there says nothing
+    about a request's service time. So are intervals with operations but 0 %util: their
+    busy time is below the source's resolution (RMF prints 0.00)."""
+    if not k.has("util_pct"):
+        return {}
+    dt, ops, util = pl.col("interval_s"), pl.col("_ops"), pl.col("util_pct")
+    below = (ops > 0) & (util > 0.0) & (util < 100.0)
+    saturated = (ops > 0) & (util >= 100.0)
+    return {"busy_ms": (util * dt * 10.0).filter(below).sum(),
+            "busy_n": pl.col("_n").filter(below).sum(),
+            "sat_ms": (dt * 1000.0).filter(saturated).sum(),
+            "sat_n": pl.col("_n").filter(saturated).sum()}
 
 
 def compute(dev: DeviceContext, ctx: AnalysisContext | None = None) -> Attributes:

@@ -372,6 +372,37 @@ def _util_linear(p: Points, known: bool | None, reason: str) -> CapacityEstimate
             f"maximum is read from it ([Oe] §3's method needs the proportion); observed "
             f"up to {float(x.max()):,.4g} IOPS at {y_max:.1f} % busy")]
         return est
+    notes += _knee_and_max(est, kn, x, y, sat, k, y_max)
+    # Confidence: fit quality x number of points x how much of the busy range was seen.
+    c_fit = 0.5 if r2 is None else min(1.0, max(0.0, r2))
+    if r2 is None:
+        notes.append("the load hardly varied: the fit rests on [Oe]'s proportionality "
+                     "through the origin (0 IOPS = 0 % busy)")
+    c_n = min(1.0, math.sqrt(n / 20.0))
+    c_range = 1.0 if n_sat else min(1.0, y_max / 90.0)
+    conf = c_fit * c_n * c_range
+    if known is None:
+        conf *= UNKNOWN_KIND_FACTOR
+    if y_max < 20.0:
+        notes.append(f"low confidence: the load never exceeded {y_max:.1f} % busy, so the "
+                     "maximum is a long extrapolation")
+    if (drift := _size_drift_note(x, y, p.areq_kb[ok])) is not None:
+        notes.append(drift)
+    else:
+        notes.append("busy per IOPS (and the maximum) hold for the observed workload mix "
+                     "(request size, read/write ratio, locality): [Oe] measured 239 vs "
+                     "65 IOPS for two mixes on the same array")
+    est.confidence = conf
+    est.notes = notes
+    return est
+
+
+def _knee_and_max(est: CapacityEstimate, kn: _Knee, x: F64, y: F64,
+                  sat: npt.NDArray[np.bool_], k: float, y_max: float) -> list[str]:
+    """The knee and the maximum of a util-linear fit, set on ``est``; the notes saying
+    how each was read."""
+    notes: list[str] = []
+    n_sat = int(sat.sum())
     if kn.knee_util is not None:
         est.knee_util_pct = kn.knee_util
         est.knee_iops = kn.knee_util / k
@@ -410,28 +441,7 @@ def _util_linear(p: Points, known: bool | None, reason: str) -> CapacityEstimate
         notes.append(f"never saturated: maximum = 100 % / busy per IOPS, extrapolated "
                      f"linearly from {y_max:.1f} % busy ([Oe]: at 100 % busy IOPS = "
                      "1/svctm); if the knee lies below 100 % the real maximum is lower")
-    # Confidence: fit quality x number of points x how much of the busy range was seen.
-    c_fit = 0.5 if r2 is None else min(1.0, max(0.0, r2))
-    if r2 is None:
-        notes.append("the load hardly varied: the fit rests on [Oe]'s proportionality "
-                     "through the origin (0 IOPS = 0 % busy)")
-    c_n = min(1.0, math.sqrt(n / 20.0))
-    c_range = 1.0 if n_sat else min(1.0, y_max / 90.0)
-    conf = c_fit * c_n * c_range
-    if known is None:
-        conf *= UNKNOWN_KIND_FACTOR
-    if y_max < 20.0:
-        notes.append(f"low confidence: the load never exceeded {y_max:.1f} % busy, so the "
-                     "maximum is a long extrapolation")
-    if (drift := _size_drift_note(x, y, p.areq_kb[ok])) is not None:
-        notes.append(drift)
-    else:
-        notes.append("busy per IOPS (and the maximum) hold for the observed workload mix "
-                     "(request size, read/write ratio, locality): [Oe] measured 239 vs "
-                     "65 IOPS for two mixes on the same array")
-    est.confidence = conf
-    est.notes = notes
-    return est
+    return notes
 
 
 def _latency_knee(p: Points, reason: str) -> CapacityEstimate:
