@@ -27,6 +27,8 @@ pytestmark = pytest.mark.slow
 
 #: A loaded 2-core machine: process start-up and scheduling on top of flush + interval.
 SLACK_S = 2.0
+#: CI runs about two minutes; IOGAUGE_E2E_SCALE=3 runs the same checks for over five.
+SCALE = float(os.environ.get("IOGAUGE_E2E_SCALE", "1"))
 _RAW = """
 import sys, duckdb
 con = duckdb.connect(sys.argv[1], read_only=True)
@@ -98,7 +100,7 @@ def test_readers_see_fresh_growing_data_while_record_writes(tmp_path: Path) -> N
     reads: list[Read] = []
     last_rows: dict[str, int] = {}
     ages: list[float] = []
-    for interval_s, flush_s, duration_s in ((1.0, 2.0, 70.0), (0.1, 1.0, 40.0)):
+    for interval_s, flush_s, duration_s in ((1.0, 2.0, 70.0 * SCALE), (0.1, 1.0, 40.0 * SCALE)):
         launched = time.time()
         rec = _record(db, interval_s, flush_s, duration_s)
         begun: float | None = None  # this writer's first flush seen (start-up varies with load)
