@@ -60,6 +60,11 @@ def test_exporter_publishes_the_guarantee_decisions(tmp_path: Path) -> None:
     assert got["iogauge_guarantee_floor_iops"] == FLOOR_IOPS
     assert got["iogauge_guarantee_protected_iops"] == pytest.approx(60, rel=0.1)
     assert got["iogauge_guarantee_throttled_iops"] == pytest.approx(240, rel=0.1)
+    # the run's cost figures (guarantee/figures.py): A always busy above its floor, so no
+    # wake-up and no reserved IOPS left unused; B never measured while A slept
+    assert got["iogauge_guarantee_wakeups"] == 0
+    assert got["iogauge_guarantee_reserved_unused_iops"] == 0
+    assert "iogauge_guarantee_idle_share_ratio" not in got
     # B's limit and X as the controller recorded them in one decision: the exporter stops
     # before the controller, whose later decisions may have moved on
     same = [d for d in _show(db)

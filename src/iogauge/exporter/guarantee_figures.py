@@ -15,6 +15,7 @@ from pathlib import Path
 import polars as pl
 
 from iogauge.exporter.judgement import GuaranteeFigures
+from iogauge.guarantee.figures import guarantee_figures
 
 
 def _num(v: object) -> float | None:
@@ -39,12 +40,17 @@ def latest_figures(df: pl.DataFrame, *, now: datetime) -> tuple[GuaranteeFigures
     out = []
     for r in recent.iter_rows(named=True):
         x = _num(r["x_pct"])
+        # what the run cost B and delivered A so far (the same figures as `guarantee show`)
+        run = guarantee_figures(df.filter(pl.col("device") == r["device"]), str(r["run_id"]))
         out.append(GuaranteeFigures(
             device=str(r["device"]), floor_iops=_num(r["a_floor_iops"]),
             protected_iops=_num(r["a_iops"]), throttled_iops=_num(r["b_iops"]),
             read_limit_iops=_num(r["b_riops_limit"]),
             write_limit_iops=_num(r["b_wiops_limit"]),
-            target_busy_ratio=None if x is None else x / 100.0))
+            target_busy_ratio=None if x is None else x / 100.0,
+            idle_share_ratio=run.b_share_idle,
+            reserved_unused_iops=run.reserved_unused_iops,
+            wakeups=float(len(run.wakeups)), wake_to_floor_seconds=run.wake_median_s))
     return tuple(out)
 
 

@@ -65,6 +65,11 @@ class GuaranteeFigures:
         throttled_iops: the IOPS the throttled groups (B) got.
         read_limit_iops, write_limit_iops: B's current limits, summed (None: unlimited).
         target_busy_ratio: the target total busy rate X, 0-1 (None: the policy has none).
+        idle_share_ratio: over the run so far, B's IOPS while A was idle against B alone
+            (``guarantee/figures.py``; None: A never idle or B alone unknown).
+        reserved_unused_iops: mean IOPS of A's floor held back from B and not used by A.
+        wakeups: A's returns from idle in the run; wake_to_floor_seconds their median time
+            to >= 95 % of the floor (None: none reached it yet).
     """
 
     device: str
@@ -74,6 +79,10 @@ class GuaranteeFigures:
     read_limit_iops: float | None
     write_limit_iops: float | None
     target_busy_ratio: float | None
+    idle_share_ratio: float | None = None
+    reserved_unused_iops: float | None = None
+    wakeups: float | None = None
+    wake_to_floor_seconds: float | None = None
 
 
 @dataclass(frozen=True)

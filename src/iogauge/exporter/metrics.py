@@ -96,6 +96,16 @@ GUARANTEE_FIGURES: tuple[MetricSpec, ...] = (
                field="write_limit_iops"),
     MetricSpec("iogauge_guarantee_target_busy_ratio", "[Oe] §4's target total busy rate X "
                "(0-1) after the guarantee's last decision.", field="target_busy_ratio"),
+    MetricSpec("iogauge_guarantee_idle_share_ratio", "Over the run so far: the throttled "
+               "groups' (B) IOPS while A was idle against B alone (1 = the floor cost B "
+               "nothing while A slept).", field="idle_share_ratio"),
+    MetricSpec("iogauge_guarantee_reserved_unused_iops", "Over the run so far: mean IOPS of "
+               "A's floor held back from B that A did not use.", field="reserved_unused_iops"),
+    MetricSpec("iogauge_guarantee_wakeups", "A's returns from idle in the run so far.",
+               field="wakeups"),
+    MetricSpec("iogauge_guarantee_wake_to_floor_seconds", "Median time from A's wake-up to "
+               ">= 95 % of its floor, over the run's wake-ups that reached it.",
+               field="wake_to_floor_seconds"),
 )
 
 #: The exporter's own figures (no labels).
