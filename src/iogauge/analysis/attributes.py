@@ -515,20 +515,20 @@ def _service_time(out: Attributes, agg: dict[str, object]) -> None:
     if agg.get("svctm_rep") is not None:
         out.svctm_ms = _f(agg["svctm_rep"])
         return
-    busy_ms, busy_n = _f(agg.get("busy_ms")) or 0.0, _f(agg.get("busy_n")) or 0.0
-    sat_ms, sat_n = _f(agg.get("sat_ms")) or 0.0, _f(agg.get("sat_n")) or 0.0
-    if busy_n > 0:
-        out.svctm_ms = busy_ms / busy_n
-        out.svctm_estimated = True
-        out.notes.append("service time estimated as %util / IOPS over the intervals below "
-                         "100 % busy ([Oe]: at 100 % busy IOPS = 1/svctm); exact only "
-                         "for a device that serves one request at a time")
-    elif sat_n > 0:
-        out.svctm_ms = sat_ms / sat_n
-        out.svctm_estimated = True
-        out.notes.append("service time estimated as 1/IOPS from intervals at 100 % busy "
-                         "only: exact for a one-at-a-time device ([Oe]), a lower bound "
-                         "for a device that serves requests in parallel")
+    below = ("service time estimated as %util / IOPS over the intervals below 100 % busy "
+             "([Oe]: at 100 % busy IOPS = 1/svctm); exact only for a device that serves one "
+             "request at a time")
+    saturated = ("service time estimated as 1/IOPS from intervals at 100 % busy only: exact "
+                 "for a one-at-a-time device ([Oe]), a lower bound for a device that serves "
+                 "requests in parallel")
+    # the intervals below 100 % busy first; only the saturated ones, else
+    for ms_key, n_key, note in (("busy_ms", "busy_n", below), ("sat_ms", "sat_n", saturated)):
+        busy_ms, n = _f(agg.get(ms_key)) or 0.0, _f(agg.get(n_key)) or 0.0
+        if n > 0:
+            out.svctm_ms = busy_ms / n
+            out.svctm_estimated = True
+            out.notes.append(note)
+            return
 
 
 def _windows(out: Attributes, windows: pl.DataFrame) -> None:

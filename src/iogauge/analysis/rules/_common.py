@@ -302,8 +302,11 @@ class Run:
         """Default severity for the run's level (1 warning, 2 or more critical)."""
         return LEVEL_SEVERITY[min(self.level, 2)] if self.level >= 1 else "info"
 
-    def _values(self, col: str) -> npt.NDArray[np.float64] | None:
-        """A column of the run as floats (null -> NaN), or None when absent."""
+    def _values(self, col: str | pl.Expr) -> npt.NDArray[np.float64] | None:
+        """A column (or expression) of the run as floats (null -> NaN), or None when the
+        column is absent."""
+        if not isinstance(col, str):
+            return self.part.select(col.cast(pl.Float64)).to_series().to_numpy()
         if col not in self.part.columns:
             return None
         return self.part[col].cast(pl.Float64).to_numpy()
@@ -321,12 +324,9 @@ class Run:
 
     def tmean(self, col: str | pl.Expr) -> float | None:
         """Time-weighted mean of a rate or gauge (column name or expression) over the run."""
-        if isinstance(col, str):
-            v = self._values(col)
-            if v is None:
-                return None
-        else:
-            v = self.part.select(col.cast(pl.Float64)).to_series().to_numpy()
+        v = self._values(col)
+        if v is None:
+            return None
         w = self.part["span_s"].to_numpy()
         ok = np.isfinite(v)
         den = float(w[ok].sum())
@@ -334,12 +334,9 @@ class Run:
 
     def max(self, col: str | pl.Expr) -> float | None:
         """Highest value of a column or expression over the run's windows (None if all null)."""
-        if isinstance(col, str):
-            v = self._values(col)
-            if v is None:
-                return None
-        else:
-            v = self.part.select(col.cast(pl.Float64)).to_series().to_numpy()
+        v = self._values(col)
+        if v is None:
+            return None
         v = v[np.isfinite(v)]
         return float(v.max()) if v.size else None
 
@@ -484,6 +481,14 @@ def span_finding(rule: str, device: str | None, span: tuple[datetime, datetime],
     return Finding(rule=rule, severity=severity, device=device, window_start=span[0],
                    window_end=span[1], title=title, evidence=list(evidence),
                    explanation=explanation, suggestion=suggestion, source=source)
+
+
+def devices_to_judge(ctx: AnalysisContext, excluded: frozenset[str] = frozenset()
+                     ) -> list[DeviceContext]:
+    """The devices a per-device rule judges: with windows, not of an ``excluded`` kind, and
+    not a part whose parent carries the same I/O (:func:`judged_via_parent`)."""
+    return [d for d in ctx.devices.values()
+            if d.windows.height and d.kind not in excluded and not judged_via_parent(ctx, d)]
 
 
 def judged_via_parent(ctx: AnalysisContext, dev: DeviceContext) -> bool:

@@ -44,13 +44,13 @@ from iogauge.analysis.rules._common import (
     Matches,
     Run,
     c,
+    devices_to_judge,
     find_runs,
     fmt_ms,
     fmt_num,
     fmt_pct,
     has,
     iops_expr,
-    judged_via_parent,
     latency_target_exprs,
     level_expr,
     run_finding,
@@ -89,13 +89,10 @@ _ALL = _Op("I/O", "await_ms", "iops", "target_ms")
 def check(ctx: AnalysisContext) -> list[Finding]:
     """Findings for every device with a response time, a busy figure and an expectation."""
     out: list[Finding] = []
-    for dev in ctx.devices.values():
+    for dev in devices_to_judge(ctx):
         exp = dev.expectation
-        w = dev.windows
-        if (exp is None or w.height == 0 or not has(w, "util_pct") or is_benchmark_job(dev)
-                or judged_via_parent(ctx, dev)):
-            continue
-        out.extend(_device(ctx, dev, exp))
+        if exp is not None and has(dev.windows, "util_pct") and not is_benchmark_job(dev):
+            out.extend(_device(ctx, dev, exp))
     return out
 
 

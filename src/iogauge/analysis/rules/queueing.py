@@ -58,13 +58,13 @@ from iogauge.analysis.rules._common import (
     Run,
     await_expr,
     c,
+    devices_to_judge,
     find_runs,
     fmt_ms,
     fmt_pct,
     fmt_ratio,
     has,
     iops_expr,
-    judged_via_parent,
     level_expr,
     run_finding,
 )
@@ -112,13 +112,7 @@ _DEPTH = "depth"
 
 def check(ctx: AnalysisContext) -> list[Finding]:
     """Queueing findings per device."""
-    out: list[Finding] = []
-    for dev in ctx.devices.values():
-        if (dev.windows.height == 0 or dev.kind in EXCLUDED_KINDS
-                or judged_via_parent(ctx, dev)):
-            continue
-        out.extend(_check_device(ctx, dev))
-    return out
+    return [f for dev in devices_to_judge(ctx, EXCLUDED_KINDS) for f in _check_device(ctx, dev)]
 
 
 def _method(dev: DeviceContext) -> str | None:

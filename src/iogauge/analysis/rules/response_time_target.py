@@ -53,11 +53,11 @@ from iogauge.analysis.rules._common import (
     Matches,
     Run,
     c,
+    devices_to_judge,
     find_runs,
     fmt_ms,
     fmt_ratio,
     has,
-    judged_via_parent,
     latency_target_exprs,
     level_expr,
     may_have_target,
@@ -109,12 +109,7 @@ def _ops(w: pl.DataFrame) -> list[_Op]:
 
 def check(ctx: AnalysisContext) -> list[Finding]:
     """Findings for every device whose windows have a response-time target."""
-    out: list[Finding] = []
-    for dev in ctx.devices.values():
-        if dev.windows.height == 0 or judged_via_parent(ctx, dev):
-            continue
-        out.extend(_check_device(ctx, dev))
-    return out
+    return [f for dev in devices_to_judge(ctx) for f in _check_device(ctx, dev)]
 
 
 def _check_device(ctx: AnalysisContext, dev: DeviceContext) -> list[Finding]:

@@ -61,6 +61,7 @@ from iogauge.analysis.rules._common import (
     areq_kB_expr,
     await_expr,
     c,
+    devices_to_judge,
     find_runs,
     fmt_ms,
     fmt_num,
@@ -70,7 +71,6 @@ from iogauge.analysis.rules._common import (
     has,
     iops_expr,
     is_sustained,
-    judged_via_parent,
     kBps_expr,
     level_expr,
     run_finding,
@@ -128,10 +128,7 @@ class _Baseline:
 def check(ctx: AnalysisContext) -> list[Finding]:
     """Saturation findings per device."""
     out: list[Finding] = []
-    for dev in ctx.devices.values():
-        if (dev.windows.height == 0 or dev.kind in EXCLUDED_KINDS
-                or judged_via_parent(ctx, dev)):
-            continue
+    for dev in devices_to_judge(ctx, EXCLUDED_KINDS):
         if dev.util_is_capacity:
             out.extend(_util_method(ctx, dev))
         else:
@@ -285,9 +282,8 @@ def _util_finding(ctx: AnalysisContext, dev: DeviceContext, run: Run, found: Mat
                   "(larger sequential transfers), or move to a device that serves requests "
                   "in parallel; to protect an application sharing the disk, use iogauge "
                   "guarantee ([Oe]).")
-    return run_finding(RULE_ID, dev, run, found, severity="critical" if critical else "warning",
-                       title=title, evidence=evidence, explanation=explanation,
-                       suggestion=suggestion, source=SOURCE)
+    return _finding(dev, run, found, critical=critical,
+                    text=(title, explanation, suggestion), evidence=evidence)
 
 
 def _latency_method(ctx: AnalysisContext, dev: DeviceContext) -> list[Finding]:
@@ -395,6 +391,14 @@ def _latency_finding(ctx: AnalysisContext, dev: DeviceContext, run: Run, found: 
                   "size caps for cloud volumes; --profile to name the device's catalog "
                   "profile); check other hosts or volumes on the same storage in that window; "
                   "spread or reschedule the load.")
+    return _finding(dev, run, found, critical=critical,
+                    text=(title, explanation, suggestion), evidence=evidence)
+
+
+def _finding(dev: DeviceContext, run: Run, found: Matches, *, critical: bool,
+             text: tuple[str, str, str], evidence: list[Evidence]) -> Finding:
+    """The finding of a run: ``text`` is (title, explanation, suggestion)."""
+    title, explanation, suggestion = text
     return run_finding(RULE_ID, dev, run, found, severity="critical" if critical else "warning",
                        title=title, evidence=evidence, explanation=explanation,
                        suggestion=suggestion, source=SOURCE)

@@ -46,13 +46,13 @@ from iogauge.analysis.rules._common import (
     Run,
     areq_kB_expr,
     c,
+    devices_to_judge,
     find_runs,
     fmt_num,
     fmt_pct,
     fmt_rate,
     has,
     iops_expr,
-    judged_via_parent,
     kBps_expr,
     level_expr,
     run_finding,
@@ -109,13 +109,7 @@ _HINTS: dict[str, list[str]] = {
 
 def check(ctx: AnalysisContext) -> list[Finding]:
     """Findings for devices moving sequential data in small requests."""
-    out: list[Finding] = []
-    for dev in ctx.devices.values():
-        if (dev.windows.height == 0 or dev.kind in EXCLUDED_KINDS
-                or judged_via_parent(ctx, dev)):
-            continue
-        out.extend(_check_device(ctx, dev))
-    return out
+    return [f for dev in devices_to_judge(ctx, EXCLUDED_KINDS) for f in _check_device(ctx, dev)]
 
 
 def _seq_expr(dev: DeviceContext, w: pl.DataFrame) -> tuple[pl.Expr, str] | None:
