@@ -97,7 +97,7 @@ def test_paper_sec3_on_the_emulated_device(tmp_path: Path) -> None:
     assert min(p["util_pct"] for p in by_rate[: len(by_rate) // 2]) < top - 30.0
 
     md = (out / "results.md").read_text()
-    assert md.startswith("# paper-sec3: seed 004 §3 reproduced (device)")
+    assert md.startswith("# paper-sec3: [Oe] §3 reproduced (device)")
     assert "| backup | A |" in md
     page = (out / "report.html").read_text()
     assert page.count("<svg") == 1 and "<script" not in page
