@@ -18,6 +18,7 @@ import ctypes
 import json
 import os
 import sys
+from abc import ABC, abstractmethod
 from collections.abc import Iterator
 from datetime import datetime
 from pathlib import Path
@@ -96,7 +97,7 @@ def _all_waits(reads: list[_Read]) -> WaitEventFrame:
     return WaitEventFrame.concat([r.waits for r in reads if len(r.waits)])
 
 
-class ImportOutput:
+class ImportOutput(ABC):
     """One import's destination (see the module docstring). Use as a context manager."""
 
     def __enter__(self) -> ImportOutput:
@@ -107,23 +108,28 @@ class ImportOutput:
 
     def begin_file(self) -> None:
         """The frames from now on come from the next file."""
+        return  # a hook: most outputs need nothing here
 
     def end_file(self, path: Path) -> None:
         """``path``'s frames have all been consumed."""
+        return  # a hook: most outputs need nothing here
 
+    @abstractmethod
     def consume(self, frames: Iterator[SampleFrame]) -> None:
-        raise NotImplementedError
+        """Take the frames of the file being read (or of the whole source)."""
 
     def discard(self) -> None:
         """A file failed: nothing of the import is to be written."""
+        return  # a hook: most outputs need nothing here
 
+    @abstractmethod
     def finish(self, reads: list[_Read], interval_s: float | None) -> None:
-        raise NotImplementedError
+        """Write what the files ``reads`` gave, and say so."""
 
+    @abstractmethod
     def finish_rows(self, what: str) -> None:
         """Write what was consumed from a source that is not files (``what`` describes
         it)."""
-        raise NotImplementedError
 
 
 class StoreOutput(ImportOutput):
