@@ -134,7 +134,8 @@ def rank(result: AnalysisResult, over: Mapping[str, float]) -> list[FleetRow]:
 
     def key(d: DeviceReport) -> tuple[int, int, float, float, str]:
         h = headroom(d)
-        return (order.get(d.verdict, len(order)), h is None, h if h is not None else 0.0,
+        # headroom rounded: float noise in the last digit must not reorder equal devices
+        return (order.get(d.verdict, len(order)), h is None, round(h, 6) if h is not None else 0.0,
                 -over.get(d.device, 0.0), d.device)
 
     ranked = sorted(result.devices, key=key)

@@ -15,6 +15,7 @@ import pytest
 from typer.testing import CliRunner
 
 from iogauge.cli.main import app
+from iogauge.collector.diskstats import FIELDS
 from iogauge.errors import SourceError
 from iogauge.sources.prometheus import PromClient, PromSelection, parse_selector, promql
 from iogauge.sources.prometheus.reader import MAX_POINTS, host_batches
@@ -89,16 +90,18 @@ def test_selector_forms() -> None:
         parse_selector("{job=node}")
 
 
-def test_every_measure_is_one_complete_expression() -> None:
+def test_every_counter_is_one_complete_expression() -> None:
+    """One increase per node_exporter counter, each a whole expression of the selected
+    series, and together every /proc/diskstats field but the in-flight gauge."""
     ms = parse_selector('job="node"')
-    for m in promql.MEASURES:
-        q = promql.disk_expression(m, ms, 60)
-        assert "{" not in q.replace('{job="node"}', ""), (m.column, q)
+    for c in promql.COUNTERS:
+        q = promql.counter_expression(c, ms, 60)
+        assert q.count(f'{c.metric}{{job="node"}}') == 2, q
+        assert "{" not in q.replace(f'{c.metric}{{job="node"}}', ""), q
         assert "offset 60s" in q and "last_over_time(" in q and "[59999ms]" in q
-    assert len({m.column for m in promql.MEASURES}) == len(promql.MEASURES)
-    # every node_exporter counter is used by some measure
-    used = " ".join(promql.disk_expression(m, (), 60) for m in promql.MEASURES)
-    assert all(metric in used for metric, _ in promql.COUNTERS.values())
+    fields = {c.field for c in promql.COUNTERS}
+    assert fields == set(FIELDS) - {"in_flight"}
+    assert len({c.metric for c in promql.COUNTERS}) == len(promql.COUNTERS)
 
 
 def test_host_regex_is_literal() -> None:
@@ -207,3 +210,79 @@ def test_retries_then_gives_up(api: tuple[_Api, str]) -> None:
                                                                "error": "overloaded"})
     with pytest.raises(SourceError, match=r"HTTP 503.*overloaded; gave up after 5 tries"):
         client.query_range("up", 0, 60, 60)
+
+
+# ---- the engine's increases to iostat's columns -----------------------------------------
+
+#: Increases per 60 s window as the engine returns them, in node_exporter's units.
+_INCREASES = {
+    "node_disk_reads_completed_total": 600.0,
+    "node_disk_reads_merged_total": 200.0,
+    "node_disk_read_bytes_total": 600 * 4096.0,
+    "node_disk_read_time_seconds_total": 3.0,
+    "node_disk_writes_completed_total": 0.0,
+    "node_disk_writes_merged_total": 0.0,
+    "node_disk_written_bytes_total": 0.0,
+    "node_disk_write_time_seconds_total": 0.0,
+    "node_disk_io_time_seconds_total": 30.0,
+    "node_disk_io_time_weighted_seconds_total": 60.0,
+    "node_disk_io_now": 2.0,
+}
+_CPU_SECONDS = {"user": 30.0, "system": 10.0, "irq": 5.0, "idle": 75.0}
+_T0 = T0.timestamp()
+
+
+def _engine(_h: dict[str, str], form: str) -> tuple[int, Any]:
+    """A query API that answers each of iogauge's queries with the matrix its metric would
+    give: windows ending at 1-5 min, the 3-min window missing (a scrape gap)."""
+    from urllib.parse import parse_qs
+
+    q = parse_qs(form)["query"][0]
+    ends = [_T0 + 60 * k for k in (1, 2, 4, 5)]
+    if "node_cpu_seconds_total" in q:
+        result = [{"metric": {"instance": "web1:9100", "mode": mode},
+                   "values": [[t, str(v)] for t in ends]} for mode, v in _CPU_SECONDS.items()]
+    else:
+        metric = next((m for m in _INCREASES if m + "{" in q), None)
+        result = [] if metric is None else [
+            {"metric": {"instance": "web1:9100", "device": "sda"},
+             "values": [[t, str(_INCREASES[metric])] for t in ends]}]
+    return 200, {"status": "success", "data": {"resultType": "matrix", "result": result}}
+
+
+def test_increases_become_iostat_columns(api: tuple[_Api, str]) -> None:
+    """sysstat's formulas [sysstat] applied to the engine's increases, in the kernel's units:
+    r_await = 3 s x 1000 / 600 reads, rareq-sz = 2.4 MiB / 600 / 1024, %util = 30 s / 60 s,
+    aqu-sz = 60 / 60; an idle direction gives 0.00 like sysstat, an absent counter (no
+    discards before 4.18) null; the gap window is a row of nulls; CPU shares sum modes as
+    iostat does (system + irq)."""
+    state, url = api
+    state.routes["/api/v1/label/instance/values"] = _ok(["web1:9100"])
+    state.routes["/api/v1/query_range"] = _engine
+    state.routes["/api/v1/query"] = _ok({"resultType": "vector", "result": []})
+    res = _cli("import", "--prometheus", url, "--from", "2026-11-22T00:00",
+               "--to", "2026-11-22T00:05", "--json")
+    assert res.exit_code == 0, res.output
+    rows = [json.loads(line) for line in res.output.splitlines() if line.startswith("{")]
+    assert [r["ts"][11:16] for r in rows] == ["00:01", "00:02", "00:03", "00:04", "00:05"]
+    row = rows[0]
+    assert row["host"] == "web1:9100" and row["device"] == "sda"
+    assert row["r_iops"] == pytest.approx(10.0)
+    assert row["r_merged_ps"] == pytest.approx(200 / 60)
+    assert row["r_rqm_pct"] == pytest.approx(25.0)
+    assert row["r_await_ms"] == pytest.approx(5.0)
+    assert row["r_areq_kB"] == pytest.approx(4.0)
+    assert row["r_kBps"] == pytest.approx(40.0)
+    assert row["await_ms"] == pytest.approx(5.0) and row["iops"] == pytest.approx(10.0)
+    assert row["w_await_ms"] == 0.0 and row["w_iops"] == 0.0
+    # (the JSON rows leave out a column that is null throughout)
+    assert row.get("d_iops") is None and row.get("f_await_ms") is None
+    assert row["util_pct"] == pytest.approx(50.0) and row["aqu_sz"] == pytest.approx(1.0)
+    assert row["inflight"] == 2.0
+    assert row["cpu_user_pct"] == pytest.approx(25.0)
+    assert row["cpu_system_pct"] == pytest.approx(12.5)
+    assert row["cpu_idle_pct"] == pytest.approx(62.5)
+    assert row.get("cpu_iowait_pct") is None
+    gap = rows[2]
+    assert all(gap.get(c) is None for c in ("r_iops", "r_await_ms", "util_pct", "inflight",
+                                        "cpu_user_pct"))

@@ -15,11 +15,15 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime
 
+import numpy as np
 import polars as pl
 
+from iogauge.collector.derive import DERIVED_COLUMNS, derive_metrics
+from iogauge.collector.diskstats import IDX, N_FIELDS
 from iogauge.collector.sysfs import guess_parent, kind_from_name
 from iogauge.errors import SourceError
 from iogauge.model.device import DeviceInfo
@@ -44,6 +48,7 @@ class PromSelection:
         host_label: the label that names a host (``instance``, or ``--host-label``).
         hosts_per_batch: hosts read (and analysed) together.
         max_points: steps per query_range call.
+        parallel_queries: query_range calls in flight at once.
     """
 
     start: datetime
@@ -53,6 +58,7 @@ class PromSelection:
     host_label: str = "instance"
     hosts_per_batch: int = 50
     max_points: int = MAX_POINTS
+    parallel_queries: int = 2
 
     def __post_init__(self) -> None:
         if self.end <= self.start:
@@ -92,7 +98,7 @@ class PromRead:
 
 def discover_hosts(client: PromClient, sel: PromSelection) -> list[str]:
     """Every value of the host label among the disk series ``--match`` selects."""
-    match = promql.selector(promql.PRESENCE, sel.matchers)
+    match = promql.selector(promql.PRESENCE.metric, sel.matchers)
     hosts = sorted(client.label_values(sel.host_label, match, sel.start.timestamp(),
                                        sel.end.timestamp()))
     if not hosts:
@@ -116,14 +122,15 @@ def host_batches(hosts: list[str], size: int) -> list[list[str]]:
     return out
 
 
-def _batch_matchers(sel: PromSelection, hosts: list[str]) -> tuple[Matcher, ...]:
+def batch_matchers(sel: PromSelection, hosts: list[str]) -> tuple[Matcher, ...]:
     regex = "|".join(promql.regex_escape(h) for h in hosts)
     return (*sel.matchers, Matcher(sel.host_label, "=~", regex))
 
 
 def _long(series: list[dict[str, object]], keys: tuple[str, ...], column: str) -> pl.DataFrame:
     """A query's matrix as rows (keys..., ts_ms, column)."""
-    cols: dict[str, list[object]] = {k: [] for k in (*keys, "ts_ms", column)}
+    cols: dict[str, list[object]] = {k: [] for k in (*keys, "ts_ms")}
+    values_text: list[str] = []
     for s in series:
         labels = s.get("metric")
         values = s.get("values")
@@ -135,74 +142,102 @@ def _long(series: list[dict[str, object]], keys: tuple[str, ...], column: str) -
         for k, v in zip(keys, ident, strict=True):
             cols[k].extend([v] * len(values))
         cols["ts_ms"].extend(round(float(p[0]) * 1000) for p in values)
-        cols[column].extend(float(p[1]) for p in values)
+        values_text.extend(p[1] for p in values)
     schema: dict[str, pl.DataType] = {k: pl.String() for k in keys}
     schema["ts_ms"] = pl.Int64()
-    schema[column] = pl.Float64()
-    return pl.DataFrame(cols, schema=schema).unique(subset=[*keys, "ts_ms"], keep="first")
+    df = pl.DataFrame(cols, schema=schema).with_columns(
+        # the API writes sample values as strings ("NaN", "+Inf" included): one vectorised
+        # cast instead of a float() per point
+        pl.Series(column, values_text, dtype=pl.String()).cast(pl.Float64()))
+    return df.unique(subset=[*keys, "ts_ms"], keep="first")
 
 
-def _fetch(client: PromClient, sel: PromSelection, query: str, keys: tuple[str, ...],
-           column: str) -> pl.DataFrame:
-    parts = [_long(client.query_range(query, a, b, sel.window_s), keys, column)
-             for a, b in sel.chunks()]
-    return pl.concat(parts) if len(parts) > 1 else parts[0]
+def _fetch_all(client: PromClient, sel: PromSelection, queries: list[tuple[str, str]],
+               keys: tuple[str, ...]) -> dict[str, pl.DataFrame]:
+    """Each (column, query) over the span's chunks, ``sel.parallel_queries`` at a time: the
+    engine evaluates one query while iogauge decodes the answer to the one before."""
+    jobs = [(col, q, a, b) for col, q in queries for a, b in sel.chunks()]
+
+    def one(job: tuple[str, str, float, float]) -> pl.DataFrame:
+        col, q, a, b = job
+        return _long(client.query_range(q, a, b, sel.window_s), keys, col)
+
+    if sel.parallel_queries > 1 and len(jobs) > 1:
+        with ThreadPoolExecutor(sel.parallel_queries) as pool:
+            parts = list(pool.map(one, jobs))
+    else:
+        parts = [one(j) for j in jobs]
+    out: dict[str, list[pl.DataFrame]] = {}
+    for (col, *_), df in zip(jobs, parts, strict=True):
+        out.setdefault(col, []).append(df)
+    return {c: pl.concat(dfs) if len(dfs) > 1 else dfs[0] for c, dfs in out.items()}
 
 
-def _clean(df: pl.DataFrame, column: str, idle_zero: bool) -> pl.DataFrame:
-    """NaN/Inf from 0/0 or x/0: 0.0 where sysstat prints 0.00 for an idle window, else null;
-    nothing below zero survives (an engine's increase never is)."""
-    c = pl.col(column)
-    bad = c.is_nan() | c.is_infinite()
-    fixed = pl.when(bad).then(pl.lit(0.0 if idle_zero else None)).otherwise(c)
-    return df.with_columns(pl.when(fixed < 0).then(None).otherwise(fixed).alias(column))
+def disk_queries(sel: PromSelection, m: tuple[Matcher, ...]) -> list[tuple[str, str]]:
+    """(column, PromQL) of every disk query of a batch: one increase per counter, the
+    in-flight gauge."""
+    out = [(c.field, promql.counter_expression(c, m, sel.window_s)) for c in promql.COUNTERS]
+    out.append(("in_flight", promql.inflight_expression(m)))
+    return out
 
 
 def read_batch(client: PromClient, sel: PromSelection, hosts: list[str]) -> SampleFrame:
     """The SampleFrame of ``hosts`` over the selection."""
     hl = sel.host_label
     keys = (hl, "device")
-    m = _batch_matchers(sel, hosts)
-    got = {}
-    for measure in promql.MEASURES:
-        df = _fetch(client, sel, promql.disk_expression(measure, m, sel.window_s), keys,
-                    measure.column)
-        got[measure.column] = _clean(df, measure.column, measure.idle_zero)
-    presence = got["r_iops"]
+    m = batch_matchers(sel, hosts)
+    got = _fetch_all(client, sel, disk_queries(sel, m), keys)
+    presence = got[promql.PRESENCE.field]
     if presence.height == 0:
         return SampleFrame.empty()
-    grid = _grid(presence, keys, sel.window_s)
-    frame = grid
+    frame = _grid(presence, keys, sel.window_s)
     for df in got.values():
         frame = frame.join(df, on=[*keys, "ts_ms"], how="left")
-    inflight = _fetch(client, sel, promql.inflight_expression(m), keys, "inflight")
-    # the gauge's last value is carried by the engine's lookback: kept only where the
-    # window itself has data
-    frame = (frame.join(inflight, on=[*keys, "ts_ms"], how="left")
-             .with_columns(pl.when(pl.col("r_iops").is_null()).then(None)
-                           .otherwise(pl.col("inflight")).alias("inflight")))
+    frame = _derived(frame, keys, sel.window_s)
     frame = frame.join(_cpu(client, sel, m), on=[hl, "ts_ms"], how="left")
     return _to_sampleframe(frame, hl, sel.window_s)
+
+
+def _derived(frame: pl.DataFrame, keys: tuple[str, ...], window_s: float) -> pl.DataFrame:
+    """sysstat's formulas [sysstat] on the engine's increases, by the code the live
+    collector uses (:func:`~iogauge.collector.derive.derive_metrics`): the increases are
+    put back in the kernel's units (ms, sectors) first."""
+    n = frame.height
+    delta = np.full((n, N_FIELDS), np.nan)
+    for c in promql.COUNTERS:
+        delta[:, IDX[c.field]] = frame[c.field].cast(pl.Float64).to_numpy() * c.to_kernel
+    # the gauge's last value is carried by the engine's lookback: kept only where the
+    # window itself has data
+    inflight = frame["in_flight"].cast(pl.Float64).to_numpy()
+    delta[:, IDX["in_flight"]] = np.where(np.isnan(delta[:, IDX[promql.PRESENCE.field]]),
+                                          np.nan, inflight)
+    metrics = derive_metrics(delta, np.full(n, float(window_s)))
+    return frame.select(*keys, "ts_ms").with_columns(
+        pl.Series(name, metrics[name]).fill_nan(None) for name in DERIVED_COLUMNS)
 
 
 def _grid(presence: pl.DataFrame, keys: tuple[str, ...], window_s: float) -> pl.DataFrame:
     """Every window end from each device's first to its last window with data."""
     step_ms = round(window_s * 1000)
-    spans = presence.group_by(list(keys)).agg(pl.col("ts_ms").min().alias("lo"),
-                                              pl.col("ts_ms").max().alias("hi"))
+    spans = presence.drop_nulls().group_by(list(keys)).agg(
+        pl.col("ts_ms").min().alias("lo"), pl.col("ts_ms").max().alias("hi"))
     return (spans.with_columns(pl.int_ranges("lo", pl.col("hi") + 1, step_ms).alias("ts_ms"))
             .drop("lo", "hi").explode("ts_ms"))
 
 
 def _cpu(client: PromClient, sel: PromSelection, m: tuple[Matcher, ...]) -> pl.DataFrame:
+    """iostat's avg-cpu shares per host and window [sysstat] from the seconds per mode."""
     hl = sel.host_label
-    parts = [_clean(_fetch(client, sel, promql.cpu_expression(modes, m, hl, sel.window_s),
-                           (hl,), column), column, idle_zero=False)
-             for column, modes in promql.CPU_MODES.items()]
-    frame = parts[0]
-    for df in parts[1:]:
-        frame = frame.join(df, on=[hl, "ts_ms"], how="full", coalesce=True)
-    return frame
+    query = promql.cpu_expression(m, hl, sel.window_s)
+    secs = _fetch_all(client, sel, [("s", query)], (hl, "mode"))["s"]
+    total = pl.col("s").sum()
+    shares = [
+        pl.when(pl.col("mode").is_in(list(modes)).any())
+        .then(100 * pl.col("s").filter(pl.col("mode").is_in(list(modes))).sum() / total)
+        .alias(column)
+        for column, modes in promql.CPU_MODES.items()]
+    return secs.group_by(hl, "ts_ms").agg(shares).with_columns(
+        pl.col(c).fill_nan(None) for c in promql.CPU_MODES)
 
 
 def _to_sampleframe(frame: pl.DataFrame, host_label: str, window_s: float) -> SampleFrame:
@@ -226,7 +261,7 @@ def read_infos(client: PromClient, sel: PromSelection, hosts: list[str]
     """Model from ``node_disk_info`` and rotational from
     ``node_disk_ata_rotation_rate_rpm`` where present [node_exporter], by ``host:device``."""
     span = (sel.end - sel.start).total_seconds()
-    m = _batch_matchers(sel, hosts)
+    m = batch_matchers(sel, hosts)
     at = sel.end.timestamp()
 
     def each(metric: str) -> Iterator[tuple[str, str, dict[str, str], str]]:
@@ -252,15 +287,27 @@ def read_infos(client: PromClient, sel: PromSelection, hosts: list[str]
 
 def iter_batches(client: PromClient, sel: PromSelection, read: PromRead
                  ) -> Iterator[tuple[list[str], SampleFrame]]:
-    """Each batch of hosts with its SampleFrame; ``read`` is filled in as they go."""
+    """Each batch of hosts with its SampleFrame; ``read`` is filled in as they go.
+
+    The next batch is read while the caller analyses this one (the engine works on one
+    core, the analysis on another); at most two batches are held at once.
+    """
     read.hosts = discover_hosts(client, sel)
-    for hosts in host_batches(read.hosts, sel.hosts_per_batch):
-        frame = read_batch(client, sel, hosts)
-        read.batches += 1
-        read.rows += len(frame)
-        if len(frame):
-            read.null_rows += int(frame.df["r_iops"].null_count())
-        yield hosts, frame
+    batches = host_batches(read.hosts, sel.hosts_per_batch)
+    pool = ThreadPoolExecutor(1)
+    try:
+        pending = pool.submit(read_batch, client, sel, batches[0])
+        for i, hosts in enumerate(batches):
+            frame = pending.result()
+            if i + 1 < len(batches):
+                pending = pool.submit(read_batch, client, sel, batches[i + 1])
+            read.batches += 1
+            read.rows += len(frame)
+            if len(frame):
+                read.null_rows += int(frame.df["r_iops"].null_count())
+            yield hosts, frame
+    finally:
+        pool.shutdown(wait=False, cancel_futures=True)
     if read.rows == 0:
         raise SourceError(f"{client.url}: the series exist but no window between "
                           f"{sel.start.isoformat()} and {sel.end.isoformat()} has two samples "
