@@ -26,6 +26,7 @@ from iogauge.importers.oracle.grammar import (
     _Table,
     _wait_mapping,
     _with_unit_ms,
+    layout_note,
     wait_refusal,
 )
 
@@ -100,6 +101,9 @@ class _Ctx:
         if self.rep.block_bytes is None:
             self.notes.add("no 'Std Block Size' / 'db_block_size' in the report: Av Blks/Rd "
                            "converted with 8 KB blocks")
+        note = layout_note(cols, kind)
+        if note is not None:
+            self.notes.add(note)
         last_ts: str | None = None
         for line1, cells1, line2, cells2 in table.rows:
             try:

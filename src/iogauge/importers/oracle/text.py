@@ -250,7 +250,8 @@ def _hist_rows(out: _Out, r: int, spec: _Spec) -> None:
     for pos, k in enumerate(spec.first):
         cells = _cells(out.pc.line(k), spec.cols)
         try:
-            row = hist_row(cells, bounds, names, waits_at, out.pc.no(k), spec.title)
+            row = hist_row(cells, bounds, names, waits_at, out.pc.no(k), spec.title,
+                           out.notes[spec.rep])
         except _BadLine as exc:
             out.bad(r, spec.seq, exc.line_no, exc.reason)
             continue
@@ -296,12 +297,8 @@ def _read_header(out: _Out, r: int, rep: _Report, a: int, b: int) -> None:
             me = _ELAPSED_RE.match(line)
             if me:
                 rep.elapsed_min = Decimal(me.group(1).replace(",", ""))
-            mb = _BLOCK_K_RE.search(line)
-            if mb and rep.block_bytes is None:
-                rep.block_bytes = int(mb.group(1).replace(",", "")) * 1024
-            mb = _BLOCK_B_RE.search(line)
-            if mb and rep.block_bytes is None:
-                rep.block_bytes = int(mb.group(1))
+            if rep.block_bytes is None:
+                rep.block_bytes = _block_bytes(line)
             mh = _HOST_RE.match(line)
             if mh and rep.host is None:
                 rep.host = mh.group(1)
@@ -317,6 +314,18 @@ def _read_header(out: _Out, r: int, rep: _Report, a: int, b: int) -> None:
                     rep.instance = value.split()[0]
                 elif key in ("host", "hostname") and rep.host is None:
                     rep.host = value.split()[0]
+    if rep.block_bytes is None:  # (11.2.0.4+: Cache Sizes comes after the Top 10 events)
+        rep.block_bytes = next(filter(None, (_block_bytes(pc.line(k))
+                                             for k in pc.between("head", hi, b))), None)
+
+
+def _block_bytes(line: str) -> int | None:
+    """The block size a line gives (``Std Block Size: 8K``, ``db_block_size: 8192``)."""
+    mb = _BLOCK_K_RE.search(line)
+    if mb:
+        return int(mb.group(1).replace(",", "")) * 1024
+    mb = _BLOCK_B_RE.search(line)
+    return int(mb.group(1)) if mb else None
 
 
 def _read_snap(rep: _Report, line: str) -> None:
