@@ -53,6 +53,7 @@ _WAIT_COLUMNS: dict[str, tuple[str, Decimal | str]] = {
     "waits": ("waits", Decimal(1)),
     "%time-outs": ("timeouts_pct", Decimal(1)),
     "%timeouts": ("timeouts_pct", Decimal(1)),
+    "%timout": ("timeouts_pct", Decimal(1)),  # Statspack 12.1: "%Tim" over "out"
     "time(s)": ("time_waited_s", Decimal(1)),
     "time(sec)": ("time_waited_s", Decimal(1)),
     "waittime(s)": ("time_waited_s", Decimal(1)),
@@ -101,7 +102,8 @@ _FILE_TEXT = {"tablespace", "filename", "pdbname"}
 _FILE_IGNORED = frozenset({"bufferwaits", "avbufwt(ms)", "av1-bkrds/s", "av1-bkrd(ms)", "%optreads",
                            "1-bkrds/s", "1-bkrd(ms)", "avbufwt", "avgbufwt(ms)",
                            "avwrites(ms)", "avwt(ms)", "tablespacefilename",
-                           "totalwaits", "totwaits", "avgwait(ms)"})  # 8i: buffer waits
+                           "totalwaits", "totwaits", "avgwait(ms)",  # 8i: buffer waits
+                           "mxrdbkt"})  # Statspack 12.1: max bucket of single-block reads
 _WAIT_IGNORED = frozenset({"timeouts", "%totalwttime", "%bgtime", "avgwaitms", "%dbwait",
                            "%timeouts", "waitclass"})
 

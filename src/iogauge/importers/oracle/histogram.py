@@ -30,19 +30,36 @@ _CUT_COUNT_RE = re.compile(r"[\d,]*\.\d+")
 _OTHER = frozenset({"event", "waits", "totalwaits"})
 
 
+def _cut_unit(key: str, before: list[tuple[str, str]]) -> str:
+    """A bucket heading whose unit the column width cut (12.2's text: ``<128u``, and
+    ``>=512`` after ``<512u``), with its unit: ``u`` is microseconds; no unit at all is the
+    unit of the bucket before, when that bucket ends at the same number (the last, open
+    bucket starts where the one before it ends)."""
+    m = re.fullmatch(r"(<|<=|>|>=)(\d+)(u?)", key)
+    if m is None:
+        return key
+    if m.group(3) == "u":
+        return f"{m.group(1)}{m.group(2)}us"
+    if before and before[-1][0] == m.group(2) and m.group(1).startswith(">"):
+        return f"{key}{before[-1][1]}"
+    return key
+
+
 def lower_bounds(headings: list[str]) -> list[Decimal | None] | str:
     """Each column's lower bound in ms (None: not a bucket), or why the headings are not a
     histogram's."""
     out: list[Decimal | None] = []
+    out_units: list[tuple[str, str]] = []  # (number, unit) of the buckets so far
     previous = Decimal(0)
     for h in headings:
-        key = _norm(h)
+        key = _cut_unit(_norm(h), out_units)
         m = _BUCKET_RE.fullmatch(key)
         if m is None:
             if key not in _OTHER:
                 return f"column heading {h!r} is not a bucket of the wait event histogram"
             out.append(None)
             continue
+        out_units.append((m.group(2), m.group(3)))
         bound = Decimal(m.group(2)) * _UNIT_MS[m.group(3)]
         if m.group(1) in (">", ">="):
             out.append(bound)
