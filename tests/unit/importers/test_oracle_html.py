@@ -51,7 +51,14 @@ def test_real_12_2_report_rows_match_its_tables() -> None:
     waits = res.waits.df
     counts = dict(waits.group_by("section").len().rows())
     assert counts == {"top timed events": 10, "foreground wait events": 176,
-                      "background wait events": 225, "iostat by filetype": 13}
+                      "background wait events": 225, "iostat by filetype": 13,
+                      "wait event histogram": 306}
+    # 12.2's histogram (the summary 11.2.0.4 gives it) ends at '>=512us': the waits are read,
+    # the shares of waits >= 32 ms and >= 1 s cannot be, and are left empty
+    hist = waits.filter(pl.col("section") == "wait event histogram")
+    assert hist.row(0, named=True)["event"] == "ADR block file read"
+    assert hist.row(0, named=True)["waits"] == 23.4e6  # printed 23.4M
+    assert hist["waits_ge_32ms_pct"].null_count() == hist["waits_ge_1s_pct"].null_count() == 306
     first = waits.filter(pl.col("section") == "foreground wait events").row(0, named=True)
     assert (first["event"], first["waits"], first["time_waited_s"], first["avg_wait_ms"],
             first["pct_db_time"]) == ("cell single block physical read", 98875012.0,

@@ -5,6 +5,7 @@ whole sections, several reports in one file, and sniffing."""
 
 from __future__ import annotations
 
+import gzip
 import io
 import re
 from datetime import UTC, datetime
@@ -308,12 +309,14 @@ def test_sniffers_accept_only_their_own_fixtures() -> None:
     for path in sorted(FIXTURES.rglob("*")):
         if not path.is_file() or path.name == "NOTICE" or path.suffix in (".py", ".json", ".md"):
             continue
-        head = path.read_bytes()[:65536].decode("utf-8", errors="replace")
+        raw = path.read_bytes()
+        raw = gzip.decompress(raw) if path.suffix == ".gz" else raw
+        head = raw[:65536].decode("utf-8", errors="replace")
         assert statspack.sniff(head) == (path.parent.name == "statspack"), path
         assert awr.sniff(head) == (path.parent.name == "awr"), path
         if path.parent.name in ("statspack", "awr"):
             assert not rmf.sniff(head)
-            assert detect(path.read_bytes()[:65536], str(path)) == path.parent.name
+            assert detect(raw[:65536], str(path)) == path.parent.name
 
 
 def test_sniff_rejects_other_awr_reports() -> None:

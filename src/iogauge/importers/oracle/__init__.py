@@ -10,7 +10,15 @@ this module names and slices columns, whatever the release. The layouts handled 
 of ``sprepins.sql`` 8.1.x and 9.2 (read from the script's COLUMN/TTITLE definitions), Statspack
 10.2, and AWR 10.2/11.2 text reports as public reports show them; the 12c/19c Top 10 table
 (unit-suffixed ``Avg Wait``) and File IO Stats (extra single-block read columns) were
-reconstructed from descriptions, which the heading-driven reading tolerates.
+reconstructed from descriptions, which the heading-driven reading tolerates. Real reports
+then taught: AWR 11.2.0.4 (tests/fixtures/awr, MIT) prints "Total Wait Time (sec)" four wide
+("Tota" over "Time"), ``N/A`` where no average exists (no value), its Cache Sizes after the
+Top 10, a histogram count cut at its width (``118.6`` for 118.6K: left empty, a note), and
+a Tablespace IO Stats whose values after Av Blks/Rd stand under other headings (its writes
+are not read, a note); Statspack 12.1 ("%Tim" over "out", the histogram's label on the
+Total line, ``Mx Rd Bkt``, file names cut at 52 characters) and AWR 12.2 (bucket headings
+cut at their width, ``No data exists for this section of the report.``) were seen in real
+reports that carry no licence and are reproduced with invented values.
 
 Sections read (all others are skipped):
 
@@ -85,7 +93,8 @@ never the rows of a table one by one):
   host), each class kept as a sorted list of line numbers;
 * Python then walks the reports and their tables, a few binary searches in those lists a
   table (where its rule is, where it ends, which lines are its records -- a two-line table's
-  records are found by a regular expression over one letter a line);
+  records are found by a regular expression over one letter a line; a text line that can
+  start no record is refused alone, two lines of numbers under one name are refused);
 * the records are cut into cells and converted by polars a layout at a time (the reports of
   a file repeat the same layouts): a line with nothing but spaces outside its columns' rules
   is sliced by column, any other one (a value wider than its column) is cut word by word as

@@ -7,8 +7,9 @@ so: "Small Read and Large Read are average service times, in milliseconds"); 12c
 the HTML report print each time with its unit (``381.89us``, ``244.41ms``). Each file
 type with a time becomes a wait row of the section ``iostat by filetype``: the event is
 the file type and the size (``Data File small read``), ``avg_wait_ms`` the time; a blank
-cell (no read of that size) gives no row, nor does the ``TOTAL:`` row (``Total`` in the RAC
-report: the other rows summed). The other columns (data and requests per second) are not read.
+or ``N/A`` cell (no read of that size; 11.2.0.4 prints N/A) gives no row, nor does the
+``TOTAL:`` row (``Total`` in the RAC report: the other rows summed). The other columns (data
+and requests per second) are not read.
 """
 
 from __future__ import annotations
@@ -16,7 +17,13 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from iogauge.importers.oracle.grammar import _BadLine, _norm, _number, _with_unit_ms
+from iogauge.importers.oracle.grammar import (
+    NOT_AVAILABLE,
+    _BadLine,
+    _norm,
+    _number,
+    _with_unit_ms,
+)
 
 #: the text section title
 FILETYPE_RE = re.compile(r"^(IOStat by Filetype summary)(?=\s+for DB:|\s{2,}DB/Inst:|\s*$)")
@@ -49,6 +56,8 @@ def filetype_rows(names: list[str], cells: list[str], line_no: int, title: str,
             continue
         at = keys.index(key)
         cell = cells[at].strip()
+        if cell == NOT_AVAILABLE:  # (11.2.0.4: no read of that size, as a blank cell)
+            continue
         if cell[-1:].isalpha():  # (12c+, HTML: the unit printed)
             ms = _with_unit_ms(cell, line_no, names[at])
         else:

@@ -15,6 +15,8 @@ from fractions import Fraction
 from iogauge.model.sampleframe import SCHEMA
 
 DEFAULT_BLOCK_BYTES = 8192
+#: what AWR prints where a value does not exist (an average read time over no reads)
+NOT_AVAILABLE = "N/A"
 
 _TOP_RE = re.compile(r"^(Top \d+ (?:Wait|Timed) Events|Top \d+ Timed Foreground Events|"
                      r"Top \d+ Foreground Events by Total Wait Time)\b")
@@ -51,11 +53,14 @@ _WAIT_COLUMNS: dict[str, tuple[str, Decimal | str]] = {
     "waits": ("waits", Decimal(1)),
     "%time-outs": ("timeouts_pct", Decimal(1)),
     "%timeouts": ("timeouts_pct", Decimal(1)),
+    "%timout": ("timeouts_pct", Decimal(1)),  # Statspack 12.1: "%Tim" over "out"
     "time(s)": ("time_waited_s", Decimal(1)),
     "time(sec)": ("time_waited_s", Decimal(1)),
     "waittime(s)": ("time_waited_s", Decimal(1)),
     "totalwaittime(s)": ("time_waited_s", Decimal(1)),
     "totalwaittime(sec)": ("time_waited_s", Decimal(1)),
+    # 11.2.0.4 prints "Total Wait Time (sec)" in a column 4 wide: "Tota" over "Time"
+    "totatime": ("time_waited_s", Decimal(1)),
     "time(cs)": ("time_waited_s", Decimal("0.01")),
     "waittime(cs)": ("time_waited_s", Decimal("0.01")),
     "totalwaittime(cs)": ("time_waited_s", Decimal("0.01")),
@@ -97,7 +102,8 @@ _FILE_TEXT = {"tablespace", "filename", "pdbname"}
 _FILE_IGNORED = frozenset({"bufferwaits", "avbufwt(ms)", "av1-bkrds/s", "av1-bkrd(ms)", "%optreads",
                            "1-bkrds/s", "1-bkrd(ms)", "avbufwt", "avgbufwt(ms)",
                            "avwrites(ms)", "avwt(ms)", "tablespacefilename",
-                           "totalwaits", "totwaits", "avgwait(ms)"})  # 8i: buffer waits
+                           "totalwaits", "totwaits", "avgwait(ms)",  # 8i: buffer waits
+                           "mxrdbkt"})  # Statspack 12.1: max bucket of single-block reads
 _WAIT_IGNORED = frozenset({"timeouts", "%totalwttime", "%bgtime", "avgwaitms", "%dbwait",
                            "%timeouts", "waitclass"})
 
@@ -198,8 +204,9 @@ class _Table:
 # values
 # ---------------------------------------------------------------------------------------------
 def _number(cell: str, line_no: int, what: str, notes: set[str]) -> Decimal | None:
-    """A printed Oracle number: ``20,004``, ``7.3``, ``.37``, AWR's ``12.3K`` (x 1000)."""
-    if cell == "":
+    """A printed Oracle number: ``20,004``, ``7.3``, ``.37``, AWR's ``12.3K`` (x 1000);
+    ``N/A`` (AWR 11.2.0.4: an average over no reads) is no value, as a blank cell."""
+    if cell in ("", NOT_AVAILABLE):
         return None
     if set(cell) == {"#"}:
         notes.add(f"{what}: '#' shown where the value did not fit its column; left empty")
@@ -291,11 +298,34 @@ def _power_of_two(value: Fraction) -> bool:
     return n > 0 and n & (n - 1) == 0 and d & (d - 1) == 0
 
 
+#: AWR 11.2.0.4's Tablespace IO Stats headings (text and HTML). Under "1-bk Rds/s" to
+#: "Writes avg/s" stand other values than these headings name: in both real 11.2.0.4
+#: reports of tests/fixtures/awr, where every tablespace has one file, each tablespace's
+#: Writes (as File IO Stats of the same report prints them) stand under "1-bk Rds/s". The
+#: read columns before them agree with File IO Stats and are read; the writes are not.
+_SHIFTED_TS_KEYS = ("tablespace", "reads", "avrds/s", "avrd(ms)", "avblks/rd", "1-bkrds/s",
+                    "av1-bkrd(ms)", "writes", "writesavg/s", "bufferwaits", "avbufwt(ms)")
+SHIFTED_WRITES_NOTE = ("Tablespace IO Stats (AWR 11.2.0.4 layout): the values after Av Blks/Rd "
+                       "are not under their headings (each tablespace's writes stand under "
+                       "'1-bk Rds/s'); its writes were not read (File IO Stats holds them)")
+
+
+def layout_note(cols: list[_Col], kind: str) -> str | None:
+    """What a reader must say of a file or tablespace table's layout, or None."""
+    if kind == "tablespace" and tuple(_norm(c.name) for c in cols) == _SHIFTED_TS_KEYS:
+        return SHIFTED_WRITES_NOTE
+    return None
+
+
 def _file_layout(cols: list[_Col], kind: str) -> tuple[list[str], dict[str, int], str | None]:
     """A file or tablespace table's headings (lower case, no spaces), the statistic each
-    column holds (_FILE_COLUMNS -> column index), and why the table cannot be read, or None."""
+    column holds (_FILE_COLUMNS -> column index), and why the table cannot be read, or None.
+    The write columns of AWR 11.2.0.4's Tablespace IO Stats hold no statistic (see
+    _SHIFTED_TS_KEYS)."""
     keys = [_norm(c.name) for c in cols]
     stats = {_FILE_COLUMNS[k]: idx for idx, k in enumerate(keys) if k in _FILE_COLUMNS}
+    if layout_note(cols, kind) is not None:
+        stats = {k: v for k, v in stats.items() if k not in ("writes", "writes_ps")}
     if "tablespace" not in keys or (kind == "file" and "filename" not in keys):
         return keys, stats, f"no Tablespace{' / Filename' if kind == 'file' else ''} column"
     if "reads_ps" not in stats and "reads" not in stats:

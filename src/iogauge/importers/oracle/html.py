@@ -64,8 +64,12 @@ _SECTIONS: tuple[tuple[str, str, str], ...] = (
     ("this table displays system wait events", "waits", "wait events"),
     ("this table displays io statistics for different tablespaces", "tablespace", ""),
     ("this table displays io statistics for different files", "file", ""),
+    ("this table displays io statistics for different physical files", "file", ""),  # 11.2
     ("this table displays operating systems statistics", "os", ""),
     ("this table displays wait event histogram", "hist", "wait event histogram"),
+    # 11.2.0.4 gives the histogram and its Detail tables (64 ms to 2 s, ...) this summary
+    (("this table displays total number of waits, and information about total wait time, "
+      "for each wait event"), "hist", "wait event histogram"),
     ("this table displays io statistics for different file types", "filetype", ""),
 )
 
@@ -255,7 +259,7 @@ def _read_tables(tables: list[_HtmlTable], ctx: _Ctx, source: Source
             cpu = _os_table(t)
             continue
         if kind == "hist":
-            extra += _hist_table(t, source)
+            extra += _hist_table(t, source, ctx.notes)
             continue
         if kind == "filetype":
             extra += _filetype_table(t, source, ctx.notes)
@@ -298,7 +302,12 @@ def _filetype_table(t: _HtmlTable, source: Source, notes: set[str]
     return out
 
 
-def _hist_table(t: _HtmlTable, source: Source) -> list[dict[str, object]]:
+#: the waits heading of a Wait Event Histogram Detail table ("Waits 64ms to 2s", "Waits 4s
+#: to 2m"; 12c+ "Waits 1us - 64us"), which shares its summary with 11.2.0.4's histogram
+_DETAIL_RE = re.compile(r"waits\d+\w+(?:to|-)\d+\w+")
+
+
+def _hist_table(t: _HtmlTable, source: Source, notes: set[str]) -> list[dict[str, object]]:
     """The Wait Event Histogram's rows (under the row of headings that starts with Event:
     a '% of Total Waits' row may span the buckets above it)."""
     at = next((k for k, (_line, cells) in enumerate(t.rows) if cells[:1] == ["Event"]), None)
@@ -306,6 +315,8 @@ def _hist_table(t: _HtmlTable, source: Source) -> list[dict[str, object]]:
         source.bad_line(t.line, "wait event histogram without an Event heading")
         return []
     heads = t.rows[at][1]
+    if len(heads) > 1 and _DETAIL_RE.fullmatch(_norm(heads[1])):
+        return []  # a Detail table ("Waits 64ms to 2s"): the text report's is not read either
     bounds = lower_bounds(heads)
     if isinstance(bounds, str):
         source.bad_line(t.rows[at][0], f"wait event histogram: {bounds}")
@@ -319,7 +330,8 @@ def _hist_table(t: _HtmlTable, source: Source) -> list[dict[str, object]]:
                             f"{len(heads)} headings")
             continue
         try:
-            out.append(hist_row(cells, bounds, heads, waits_at, line, "wait event histogram"))
+            out.append(hist_row(cells, bounds, heads, waits_at, line, "wait event histogram",
+                                notes))
         except _BadLine as exc:
             source.bad_line(exc.line_no, exc.reason)
     return out

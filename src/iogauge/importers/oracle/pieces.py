@@ -41,7 +41,7 @@ def _clean(line: str) -> str:
 #: look-ahead, so a title's tail is matched rather than looked at (only whether a line
 #: matches is asked here; the Python patterns then read the few title lines).
 _V_TAIL = r"(?:\s+for DB:|\s{2,}DB/Inst:|\s*$)"
-_V_WORD = r"(?:[\d,]*\.?\d+(?:[eE][-+]?\d+)?|[\d,]*\.?\d+[KMGTP]|#+)"
+_V_WORD = r"(?:[\d,]*\.?\d+(?:[eE][-+]?\d+)?|[\d,]*\.?\d+[KMGTP]|#+|N/A)"
 _V_CLASSES = {
     "top": _TOP_RE.pattern,
     "waits": r"^(?:Foreground |Background )?Wait Events(?: \(fg and bg\))?" + _V_TAIL,
@@ -62,15 +62,18 @@ _V_CLASSES = {
     "head": "|".join(f"(?:{p.pattern})" for p in (_SNAP_RE, _SNAP8_RE, _ELAPSED_RE, _BLOCK_K_RE,
                                                    _BLOCK_B_RE, _HOST_RE)),
 }
-#: the letters of a two-line table's lines (see _RECORD_RE); X: not yet told T from C
-_B, _N, _X, _C, _T = (ord(c) for c in "BNXCT")
+#: the letters of a two-line table's lines (see _RECORD_RE); X: not yet told T from C;
+#: J: a text line that can start no record (a line of another block)
+_B, _N, _X, _C, _T, _J = (ord(c) for c in "BNXCTJ")
+#: a record's name line from its first character: a tablespace name (an Oracle identifier)
+_NAME_START_RE = re.compile(r"[A-Za-z]")
 #: a two-line table's lines, one letter each (B blank, N numbers only, T text, C a text line
 #: indented to the last column: a long file name continued) -> its records, as reading it
 #: line by line with one record pending finds them: N alone is numbers without their text
 #: line, T/C ... T/N a record (blank lines and continuations between; a text line where the
 #: numbers should be is taken as the numbers, and refused when converted), T/C ... at the
-#: end a record without numbers
-_RECORD_RE = re.compile(r"B|N|[TC][BC]*[TN]|[TC][BC]*$")
+#: end a record without numbers; J (alone or inside a record) is refused by itself
+_RECORD_RE = re.compile(r"B|N|J|[TC][BCJ]*[TN]|[TC][BCJ]*$")
 
 
 @dataclass

@@ -26,6 +26,7 @@ from iogauge.importers.oracle.grammar import (
     _Table,
     _wait_mapping,
     _with_unit_ms,
+    layout_note,
     wait_refusal,
 )
 
@@ -48,6 +49,8 @@ class _Ctx:
     file_rows: list[dict[str, Any]] = field(default_factory=list)
     notes: set[str] = field(default_factory=set)
     seen: set[tuple[str, str]] = field(default_factory=set)
+    #: file names printed more than once because the text cut them (see _cut)
+    cut_repeats: set[str] = field(default_factory=set)
 
     # ---- wait events ----------------------------------------------------------------------
     def add_waits(self, table: _Table, section: str) -> None:
@@ -100,6 +103,9 @@ class _Ctx:
         if self.rep.block_bytes is None:
             self.notes.add("no 'Std Block Size' / 'db_block_size' in the report: Av Blks/Rd "
                            "converted with 8 KB blocks")
+        note = layout_note(cols, kind)
+        if note is not None:
+            self.notes.add(note)
         last_ts: str | None = None
         for line1, cells1, line2, cells2 in table.rows:
             try:
@@ -110,6 +116,13 @@ class _Ctx:
                 continue
             last_ts = row["parent"] if kind == "file" else row["device"]
             self.file_rows.append(row)
+        if self.cut_repeats:  # (rows of earlier pages of the table too)
+            self.file_rows = [row for row in self.file_rows
+                              if not (row["device_kind"] == "datafile"
+                                      and row["device"] in self.cut_repeats)]
+            self.notes.add(f"{table.title}: file names cut at the column width repeat "
+                           f"({len(self.cut_repeats)} name(s)); no file of such a name is "
+                           "kept (it names none of them), their tablespaces' rows are")
 
     def _file_row(self, table: _Table, kind: str, cols: list[_Col], keys: list[str],
                   stats: dict[str, int], line1: int, cells1: list[str], line2: int | None,
@@ -159,7 +172,9 @@ class _Ctx:
         if areq is None and no_reads and "blks_rd" in stats:
             areq = Decimal(0)
         if (device, dev_kind) in self.seen:
-            raise _BadLine(line1, f"{table.title}: {device} listed twice")
+            if not (kind == "file" and _cut(table, cols[keys.index("filename")], device)):
+                raise _BadLine(line1, f"{table.title}: {device} listed twice")
+            self.cut_repeats.add(device)
         self.seen.add((device, dev_kind))
         return {
             "source": self.fmt, "host": self.host, "device": device, "device_kind": dev_kind,
@@ -169,3 +184,9 @@ class _Ctx:
         }
 
 
+def _cut(table: _Table, col: _Col, name: str) -> bool:
+    """Whether a file name of a text table fills its column: Statspack 12.1 cuts names at
+    52 characters (AWR continues a long name on the next line, so its name is longer), and
+    two files of one directory then print the same name."""
+    width = col.end - col.start + 1
+    return table.cols2 is not None and width > 1 and len(name) == width

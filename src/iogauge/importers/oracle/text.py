@@ -51,6 +51,8 @@ from iogauge.importers.oracle.histogram import HIST_RE, hist_row, lower_bounds
 from iogauge.importers.oracle.osstat import OS_RE, cpu_pcts, os_values, with_cpu
 from iogauge.importers.oracle.pieces import (
     _C,
+    _J,
+    _NAME_START_RE,
     _RECORD_RE,
     _T,
     _X,
@@ -250,7 +252,8 @@ def _hist_rows(out: _Out, r: int, spec: _Spec) -> None:
     for pos, k in enumerate(spec.first):
         cells = _cells(out.pc.line(k), spec.cols)
         try:
-            row = hist_row(cells, bounds, names, waits_at, out.pc.no(k), spec.title)
+            row = hist_row(cells, bounds, names, waits_at, out.pc.no(k), spec.title,
+                           out.notes[spec.rep])
         except _BadLine as exc:
             out.bad(r, spec.seq, exc.line_no, exc.reason)
             continue
@@ -296,12 +299,8 @@ def _read_header(out: _Out, r: int, rep: _Report, a: int, b: int) -> None:
             me = _ELAPSED_RE.match(line)
             if me:
                 rep.elapsed_min = Decimal(me.group(1).replace(",", ""))
-            mb = _BLOCK_K_RE.search(line)
-            if mb and rep.block_bytes is None:
-                rep.block_bytes = int(mb.group(1).replace(",", "")) * 1024
-            mb = _BLOCK_B_RE.search(line)
-            if mb and rep.block_bytes is None:
-                rep.block_bytes = int(mb.group(1))
+            if rep.block_bytes is None:
+                rep.block_bytes = _block_bytes(line)
             mh = _HOST_RE.match(line)
             if mh and rep.host is None:
                 rep.host = mh.group(1)
@@ -317,6 +316,18 @@ def _read_header(out: _Out, r: int, rep: _Report, a: int, b: int) -> None:
                     rep.instance = value.split()[0]
                 elif key in ("host", "hostname") and rep.host is None:
                     rep.host = value.split()[0]
+    if rep.block_bytes is None:  # (11.2.0.4+: Cache Sizes comes after the Top 10 events)
+        rep.block_bytes = next(filter(None, (_block_bytes(pc.line(k))
+                                             for k in pc.between("head", hi, b))), None)
+
+
+def _block_bytes(line: str) -> int | None:
+    """The block size a line gives (``Std Block Size: 8K``, ``db_block_size: 8192``)."""
+    mb = _BLOCK_K_RE.search(line)
+    if mb:
+        return int(mb.group(1).replace(",", "")) * 1024
+    mb = _BLOCK_B_RE.search(line)
+    return int(mb.group(1)) if mb else None
 
 
 def _read_snap(rep: _Report, line: str) -> None:
@@ -365,6 +376,9 @@ def _read_table(out: _Out, r: int, seq: int, i_title: int, b: int, title: str,
     off by the end of the file (a note says so)."""
     pc = out.pc
     rule = pc.first("rule", i_title + 1, min(b, i_title + _HEADING_LINES))
+    empty = _no_data(pc, i_title, b if rule is None else rule)
+    if empty is not None:  # "No data exists for this section of the report." (12c+)
+        return None, empty + 1
     if rule is None:
         if i_title + _HEADING_LINES >= b:
             raise _Cut
@@ -384,7 +398,9 @@ def _read_table(out: _Out, r: int, seq: int, i_title: int, b: int, title: str,
     else:
         header = [pc.line(k).replace("~", " ") for k in range(reset + 1, rule)]
     if heading_lines is not None:  # (the histogram's '% of Waits' over its buckets)
-        header = header[-heading_lines:]
+        # Statspack 12.1 prints the label on the "Total" line: "Total ---- % of Waits ----"
+        header = [_GROUP_LABEL_RE.sub(lambda m: " " * len(m.group()), h)
+                  for h in header[-heading_lines:]]
     names = frozenset(text_names)
     cols = _columns_of(tuple(header), pc.line(rule), names)
     cols2: list[_Col] | None = None
@@ -404,32 +420,66 @@ def _read_table(out: _Out, r: int, seq: int, i_title: int, b: int, title: str,
                  cols=cols, cols2=cols2, first=[], second=[], more={})
     if cols2 is None:
         return _one_line_records(out, r, seq, spec, i, end, term)
-    # two lines a record: each line's class, then the records as _RECORD_RE finds them
+    return _two_line_records(out, r, seq, spec, i, end, term)
+
+
+def _two_line_records(out: _Out, r: int, seq: int, spec: _Spec, i: int, end: int,
+                      term: int | None) -> tuple[_Spec | None, int]:
+    """A two-lines-a-record table's records: each line's class, then the records as
+    _RECORD_RE finds them. A text line that can start no record (not a name from the first
+    character, not indented to the file name) is refused alone: taken as a record's start,
+    it would take the next name line for its numbers and lose that record."""
+    pc, cols, title = out.pc, spec.cols, spec.title
     code = pc.code[i:end].copy()
+    lead = pc.lead[i:end]
+    text = code == _X
     if len(cols) > 1:
-        code[(code == _X) & (pc.lead[i:end] >= cols[-1].start)] = _C
-    code[code == _X] = _T
+        code[text & (lead >= cols[-1].start)] = _C
+    for k in np.flatnonzero(code == _X).tolist():
+        code[k] = _T if _may_start_record(pc.line(i + k)) else _J
     p_last = cols[-1].start
     letters = code.tobytes().decode("ascii")
     for m in _RECORD_RE.finditer(letters):
         found = m.group()
         k0 = i + m.start()
-        if found == "B":
+        for d in (d for d, letter in enumerate(found) if letter == "J"):
+            out.bad(r, seq, pc.no(k0 + d), f"{title}: neither a tablespace/file line nor "
+                    "numbers (a line of another block?)")
+        if found in ("B", "J"):
             continue
         if found == "N":
             out.bad(r, seq, pc.no(k0), f"{title}: numbers without the tablespace/file line "
                     "before them")
-        elif len(found) > 1 and found[-1] in "TN":
+        elif found[-1] == "N" and letters[m.end():].lstrip("BJ")[:1] == "N":
+            # two lines of numbers under one name line: either may be a line of another
+            # block, so neither is taken as the record's numbers (the second is refused next)
+            out.bad(r, seq, pc.no(k0), f"{title}: two lines of numbers under this line (a "
+                    "line of another block?)")
+        elif len(found.rstrip("J")) > 1 and found.rstrip("J")[-1] in "TN":
             conts = [k0 + d for d, letter in enumerate(found) if letter == "C" and d > 0]
             if conts:
                 spec.more[len(spec.first)] = "".join(pc.line(k)[p_last:].strip()
                                                      for k in conts)
             spec.first.append(k0)
-            spec.second.append(i + m.end() - 1)
+            spec.second.append(i + len(found.rstrip("J")) - 1 + m.start())
         elif term is not None:  # a text line whose numbers never came
             out.bad(r, seq, pc.no(k0), f"{title}: no line of numbers under this one")
     return _cut(out, r, seq, spec) if term is None else (spec, term)
 
+
+def _may_start_record(line: str) -> bool:
+    """A text line of a two-line table that is a name line (a tablespace name from the
+    first character) or a line of numbers with a value that is not one (mostly numbers:
+    taken as the record's numbers and refused by the value, naming it)."""
+    if _NAME_START_RE.match(line):
+        return True
+    words = line.split()
+    return bool(line[:1].isspace() and words
+                and 2 * sum(bool(_NUMBERISH_RE.match(w)) for w in words) >= len(words))
+
+
+#: a word that starts as a number ("15,1x": a printed number with a character changed)
+_NUMBERISH_RE = re.compile(r"[\d.,]*\d")
 
 _OS_TEXT = {"statistic"}
 
@@ -491,5 +541,20 @@ def _cut(out: _Out, r: int, seq: int, spec: _Spec) -> tuple[None, int]:
 
 #: lines after a section title within which its rule of dashes must come
 _HEADING_LINES = 25
+#: a histogram's group label on a heading line: "---- % of Waits ----"
+_GROUP_LABEL_RE = re.compile(r"-+\s*% of (?:Total )?Waits\s*-+")
+#: what AWR 12c+ prints under the title of a section without rows
+_NO_DATA = "No data exists for this section of the report."
+
+
+def _no_data(pc: _Piece, i_title: int, stop: int) -> int | None:
+    """The line saying a section has no rows, if it comes after the title ``i_title``
+    before its rule (or the next section title), else None."""
+    nxt = pc.first("section", i_title + 1, stop)
+    hi = min(stop if nxt is None else nxt, i_title + _HEADING_LINES)
+    for k in pc.between("text", i_title + 1, hi):
+        if pc.line(k).strip() == _NO_DATA:
+            return k
+    return None
 
 

@@ -19,6 +19,7 @@ from iogauge.importers.oracle.grammar import (
     _NOT_FILENAME_RE,
     _TABLESPACE_RE,
     DEFAULT_BLOCK_BYTES,
+    NOT_AVAILABLE,
     WAIT_FIGURES,
     _BadLine,
     _cells,
@@ -27,6 +28,7 @@ from iogauge.importers.oracle.grammar import (
     _power_of_two,
     _Table,
     _wait_mapping,
+    layout_note,
     wait_refusal,
 )
 from iogauge.importers.oracle.pieces import _LAST, _Out, _Piece, _Sink, _Spec
@@ -99,7 +101,7 @@ def _number_expr(cell: pl.Expr, power: int) -> tuple[pl.Expr, pl.Expr]:
              .when(suffix.is_not_null())
              .then(_scaled(digits, suffix.replace_strict(_POWER, default=0,
                                                           return_dtype=pl.Int64) + power)))
-    odd = (cell != "") & value.is_null()
+    odd = (cell != "") & (cell != NOT_AVAILABLE) & value.is_null()
     return value, odd
 
 
@@ -263,10 +265,13 @@ def _file_group(out: _Out, specs: list[_Spec]) -> _FileGroup | None:
         for s in specs:
             out.events.bad((out.meta[s.rep].r, s.seq, 1), s.title_line, f"{s.title}: {refusal}")
         return None
+    note = layout_note(s0.cols + (s0.cols2 or []), kind)
     for s in specs:
         if out.meta[s.rep].rep.block_bytes is None:
             out.notes[s.rep].add("no 'Std Block Size' / 'db_block_size' in the report: "
                                  "Av Blks/Rd converted with 8 KB blocks")
+        if note is not None:
+            out.notes[s.rep].add(note)
     n1 = len(s0.cols)
     cells = _first_cells(out, specs, "c")
     if s0.cols2 is not None:
