@@ -568,52 +568,21 @@ def create(model: str = DEFAULT_MODEL, size: str | int | None = None, *,
     """
     say = progress or (lambda _m: None)
     preflight()
-    size_bytes = parse_size(size) if size is not None else None
-    size_bytes, rotational = _model_facts(model, size_bytes)
+    size_bytes, rotational = _model_facts(model, parse_size(size) if size is not None
+                                          else None)
     backing_parent = Path(backing_dir)
     if not backing_parent.is_dir():
         raise LabError(f"backing directory {backing_parent} does not exist")
-    root = Path(state_root)
-    root.mkdir(parents=True, exist_ok=True, mode=0o700)
-    dev_id = f"{time.strftime('%Y%m%d%H%M%S')}-{secrets.token_hex(3)}"
-    state_dir = root / dev_id
-    state_dir.mkdir(mode=0o700)
-    dev = LabDevice(id=dev_id, model=model, size_bytes=size_bytes,
-                    state_dir=str(state_dir), mountpoint=str(state_dir / "mnt"),
-                    backing_dir="", backing_file="",
-                    created_utc=datetime.now(UTC).isoformat(timespec="seconds"))
+    dev = _new_record(model, size_bytes, Path(state_root))
     stack = contextlib.ExitStack()
     lock_fd = os.open(dev.lock_file, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
     fcntl.flock(lock_fd, fcntl.LOCK_EX)
     try:
         try:
             stack.enter_context(_sigterm_raises())
-            dev.save()
-            bdir = Path(tempfile.mkdtemp(prefix=f"iogauge-lab-{dev_id}-", dir=backing_parent))
-            dev.backing_dir = str(bdir)
-            dev.backing_file = str(bdir / emulated.IMAGE_NAME)
-            Path(dev.mountpoint).mkdir(mode=0o700)
-            dev.save()
-            say(f"starting the FUSE server (model {model}, {size_bytes} bytes)")
-            proc = _spawn_server(dev, realtime=realtime)
-            dev.pid = proc.pid
-            dev.save()
-            _wait_ready(dev, proc)
-            st = dev.image.stat()
-            dev.back_dev, dev.back_ino = st.st_dev, st.st_ino
-            dev.loop = _attach(dev)
-            dev.loop_diskseq = _diskseq(dev.loop)
-            dev.save()
-            say(f"attached {dev.loop} (direct I/O)")
-            _check_direct_io(dev.loop)
-            dev.notes = _tune_queue(dev.loop, rotational if label_media else None)
-            if calibrate_timing:
-                dev.compensation = calibrate(dev)
-                say("calibrated: reply lead " + ", ".join(
-                    f"{s * 1e3:g} ms -> {lead * 1e6:.0f} us" for s, lead in dev.compensation))
-            _resume(dev)
-            dev.status = "ready"
-            dev.save()
+            _build(dev, backing_parent, realtime=realtime,
+                   rotational=rotational if label_media else None,
+                   calibrate_timing=calibrate_timing, say=say)
         except BaseException as exc:
             # Undo whatever was done, whatever went wrong (KeyboardInterrupt included).
             say(f"create failed ({exc.__class__.__name__}); undoing")
@@ -626,6 +595,67 @@ def create(model: str = DEFAULT_MODEL, size: str | int | None = None, *,
         stack.close()
         os.close(lock_fd)
     return dev
+
+
+def _new_record(model: str, size_bytes: int, root: Path) -> LabDevice:
+    """The device's record in a new state directory under ``root`` (not saved yet: the
+    record is saved only once its lock is held, so no other process takes it for stale)."""
+    root.mkdir(parents=True, exist_ok=True, mode=0o700)
+    dev_id = f"{time.strftime('%Y%m%d%H%M%S')}-{secrets.token_hex(3)}"
+    state_dir = root / dev_id
+    state_dir.mkdir(mode=0o700)
+    return LabDevice(id=dev_id, model=model, size_bytes=size_bytes,
+                     state_dir=str(state_dir), mountpoint=str(state_dir / "mnt"),
+                     backing_dir="", backing_file="",
+                     created_utc=datetime.now(UTC).isoformat(timespec="seconds"))
+
+
+def _build(dev: LabDevice, backing_parent: Path, *, realtime: bool, rotational: bool | None,
+           calibrate_timing: bool, say: Callable[[str], None]) -> None:
+    """``create``'s steps in order, each saved to the record before the next, so that an
+    undo (here or from another process) finds everything already done."""
+    dev.save()
+    _make_backing(dev, backing_parent)
+    _start_server(dev, realtime=realtime, say=say)
+    _attach_loop(dev, rotational, say)
+    if calibrate_timing:
+        dev.compensation = calibrate(dev)
+        say("calibrated: reply lead " + ", ".join(
+            f"{s * 1e3:g} ms -> {lead * 1e6:.0f} us" for s, lead in dev.compensation))
+    _resume(dev)
+    dev.status = "ready"
+    dev.save()
+
+
+def _make_backing(dev: LabDevice, backing_parent: Path) -> None:
+    """The backing directory (the sparse image goes there) and the FUSE mount point."""
+    bdir = Path(tempfile.mkdtemp(prefix=f"iogauge-lab-{dev.id}-", dir=backing_parent))
+    dev.backing_dir = str(bdir)
+    dev.backing_file = str(bdir / emulated.IMAGE_NAME)
+    Path(dev.mountpoint).mkdir(mode=0o700)
+    dev.save()
+
+
+def _start_server(dev: LabDevice, *, realtime: bool, say: Callable[[str], None]) -> None:
+    """The FUSE server, its pid recorded before waiting for its mount."""
+    say(f"starting the FUSE server (model {dev.model}, {dev.size_bytes} bytes)")
+    proc = _spawn_server(dev, realtime=realtime)
+    dev.pid = proc.pid
+    dev.save()
+    _wait_ready(dev, proc)
+
+
+def _attach_loop(dev: LabDevice, rotational: bool | None, say: Callable[[str], None]) -> None:
+    """The loop device over the image (direct I/O, checked) with its queue tuned;
+    ``rotational`` None leaves queue/rotational as the loop driver sets it."""
+    st = dev.image.stat()
+    dev.back_dev, dev.back_ino = st.st_dev, st.st_ino
+    dev.loop = _attach(dev)
+    dev.loop_diskseq = _diskseq(dev.loop)
+    dev.save()
+    say(f"attached {dev.loop} (direct I/O)")
+    _check_direct_io(dev.loop)
+    dev.notes = _tune_queue(dev.loop, rotational)
 
 
 @contextlib.contextmanager
