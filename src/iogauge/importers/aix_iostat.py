@@ -248,35 +248,19 @@ def _parse_piece(lines: pl.DataFrame, source: Source, carry: _Carry, *, final: b
     that is not ``final``, all reports but the last, which goes to ``carry``."""
     if lines.height == 0 or lines["line"].null_count() == lines.height:
         return None  # (blank lines only: a file of nothing else is "empty")
-    if carry.long_form is None:
-        # the file's form: the -l table's "Disks:" header, or a block's "xfer:" line,
-        # whichever comes first (read on until one does)
-        heads = lines.filter(pl.col("line").str.contains(r"^Disks:|" + _XFER_RE)
-                             .fill_null(False))
-        if heads.height == 0 and not final:
-            carry.lines = lines
-            return None
-        carry.long_form = heads.height > 0 and str(heads["line"][0]).startswith("Disks:")
-    long_form = carry.long_form
+    long_form = _file_form(lines, carry, final=final)
+    if long_form is None:
+        return None
     if cut:
         # no final line break: the last line may be cut mid-value, so it is not read; the
         # block or report it belonged to is then incomplete and dropped below
         lines = lines.filter(pl.col("line_no") != carry.lines_read)
-    if not final:
-        starts = _starts(lines, long_form, carry.next_rid)
-        held = max_int(starts["rid"], -1)
-        from_line = -max_int(-starts.filter(pl.col("rid") == held)["line_no"].cast(pl.Int64))
-        given = starts.filter(pl.col("line_no") < from_line)
-        # (the first piece gives out two reports at least: their spacing is the sampling
-        # interval of the since-boot report)
-        if given.height == 0 or (carry.first and held < 2):
-            carry.lines = lines  # too few reports so far: read on
-            return None
-        carry.lines = lines.filter(pl.col("line_no") >= from_line)
-        lines = lines.filter(pl.col("line_no") < from_line)
     base = carry.next_rid
     if not final:
-        carry.next_rid = held
+        held_back = _hold_last_report(lines, carry, long_form)
+        if held_back is None:
+            return None
+        lines = held_back
     df = lines.with_columns(pl.col("line").str.extract_all(r"\S+").alias("tok")).with_columns(
         pl.col("tok").list.len().fill_null(0).alias("n"))
     del lines
@@ -298,7 +282,46 @@ def _parse_piece(lines: pl.DataFrame, source: Source, carry: _Carry, *, final: b
         _note_lists(rows, carry)
     rows = _with_times(rows, source, carry, base,
                        max_int(rows["rid"]) + 1 if final else carry.next_rid, first=first)
+    return _sample_frame(rows, source)
 
+
+def _file_form(lines: pl.DataFrame, carry: _Carry, *, final: bool) -> bool | None:
+    """Whether the file is the ``-l`` table (True) or ``-D`` blocks (False), decided once
+    per file; None while no piece has shown it yet (``lines`` then wait in ``carry``)."""
+    if carry.long_form is None:
+        # the file's form: the -l table's "Disks:" header, or a block's "xfer:" line,
+        # whichever comes first (read on until one does)
+        heads = lines.filter(pl.col("line").str.contains(r"^Disks:|" + _XFER_RE)
+                             .fill_null(False))
+        if heads.height == 0 and not final:
+            carry.lines = lines
+            return None
+        carry.long_form = heads.height > 0 and str(heads["line"][0]).startswith("Disks:")
+    return carry.long_form
+
+
+def _hold_last_report(lines: pl.DataFrame, carry: _Carry, long_form: bool
+                      ) -> pl.DataFrame | None:
+    """The lines of a piece's complete reports; the last report, which may go on in the
+    next piece, waits in ``carry`` (its number in ``carry.next_rid``). None: too few
+    reports so far, the whole piece waits."""
+    starts = _starts(lines, long_form, carry.next_rid)
+    held = max_int(starts["rid"], -1)
+    from_line = -max_int(-starts.filter(pl.col("rid") == held)["line_no"].cast(pl.Int64))
+    given = starts.filter(pl.col("line_no") < from_line)
+    # (the first piece gives out two reports at least: their spacing is the sampling
+    # interval of the since-boot report)
+    if given.height == 0 or (carry.first and held < 2):
+        carry.lines = lines  # too few reports so far: read on
+        return None
+    carry.lines = lines.filter(pl.col("line_no") >= from_line)
+    carry.next_rid = held
+    return lines.filter(pl.col("line_no") < from_line)
+
+
+def _sample_frame(rows: pl.DataFrame, source: Source) -> SampleFrame:
+    """AIX's columns as SampleFrame columns (service time: the IOPS-weighted mean of the
+    read and write service times)."""
     m = pl.col
     total = m("rps") + m("wps")
     svctm = (pl.when(total > 0).then((m("rps") * m("r_avgserv") + m("wps") * m("w_avgserv"))
