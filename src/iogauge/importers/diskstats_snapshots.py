@@ -65,7 +65,12 @@ import numpy as np
 import numpy.typing as npt
 import polars as pl
 
-from iogauge.collector.derive import DERIVED_COLUMNS, counter_deltas, derive_metrics
+from iogauge.collector.derive import (
+    DERIVED_COLUMNS,
+    Deltas,
+    counter_deltas,
+    derive_metrics,
+)
 from iogauge.collector.diskstats import (
     N_FIELDS,
     OLD_PARTITION_MAP,
@@ -522,13 +527,58 @@ def _derive(t: pl.DataFrame, ts_rows: pl.DataFrame, carry: _Carry,
     carry.snap_ts += ts_rows["ts_us"].cast(pl.Int64).to_list()
     snap_ids = np.asarray(carry.snaps, dtype=np.int64)
     snap_ts = np.asarray(carry.snap_ts, dtype=np.int64)
-    base = carry.base
-    names = sorted(set(t["name"].unique().to_list()) | set(base.names if base else []))
-    # Device codes (index into the sorted ``names``) and snapshot positions (among every
-    # snapshot so far); rows ordered by device, then time (numpy on two integer keys).
+    names = sorted(set(t["name"].unique().to_list())
+                   | set(carry.base.names if carry.base else []))
+    ln = _device_lines(t, names, snap_ids[offset:], offset, carry.base)
+    pr = _pair(ln, snap_ids, names, carry.unreadable)
+
+    cur_ts = snap_ts[ln.pos]
+    prev_ts = np.where(pr.reappeared, snap_ts[np.maximum(ln.pos - 1, 0)],
+                       snap_ts[np.maximum(pr.prev_pos, 0)])
+    interval_s = (cur_ts - prev_ts) / 1e6
+    deltas = counter_deltas(ln.values[pr.prev_idx], ln.values,
+                            ln.present[pr.prev_idx] & pr.paired[:, None], ln.present, ln.old)
+    reset = (deltas.reset & pr.paired) | pr.reappeared | pr.changed
+    delta = deltas.delta
+    delta[reset] = np.nan
+    safe_iv = np.where(interval_s > 0, interval_s, 1.0)
+    metrics = derive_metrics(delta, safe_iv)
+
+    _hand_on(carry, ln, pr, deltas, names)
+    old_dev = np.array([x in carry.old for x in names], dtype=np.bool_)
+    # Output in time order, devices by name within a snapshot.
+    keep = np.flatnonzero(pr.has_prev & ~ln.is_base)
+    keep = keep[np.lexsort((ln.dev[keep], cur_ts[keep]))]
+    return _frame(host, _identity(names, old_dev, carry.known), ln.dev[keep], cur_ts[keep],
+                  safe_iv[keep], {k: v[keep] for k, v in metrics.items()}, reset[keep],
+                  since_boot=False)
+
+
+@dataclass
+class _Lines:
+    """A piece's device lines (after the previous piece's baseline lines, ``is_base``)
+    ordered by device, then time: device code (index into the sorted names), position
+    among every snapshot so far, counters (17), present (17), 4-field layout, major,
+    minor."""
+
+    dev: I64
+    pos: I64
+    values: I64
+    present: B
+    old: B
+    major: I64
+    minor: I64
+    is_base: B
+
+
+def _device_lines(t: pl.DataFrame, names: list[str], piece_snaps: I64, offset: int,
+                  base: _Base | None) -> _Lines:
+    """The lines of ``t`` (and ``base``'s) as arrays, sorted by device then snapshot
+    (numpy on two integer keys); ``piece_snaps`` are this piece's snapshot numbers, which
+    start at position ``offset``."""
     dev = t.select(pl.col("name").replace_strict(names, list(range(len(names))),
                                                  return_dtype=pl.Int64))["name"].to_numpy()
-    pos = offset + np.searchsorted(snap_ids[offset:], t["snap"].to_numpy().astype(np.int64))
+    pos = offset + np.searchsorted(piece_snaps, t["snap"].to_numpy().astype(np.int64))
     values, present, old = _arrays(t)
     major = t["major"].to_numpy().astype(np.int64)
     minor = t["minor"].to_numpy().astype(np.int64)
@@ -544,15 +594,33 @@ def _derive(t: pl.DataFrame, ts_rows: pl.DataFrame, carry: _Carry,
         minor = np.concatenate([base.minor, minor])
         is_base = np.concatenate([np.ones(len(base.names), dtype=np.bool_), is_base])
     order = np.lexsort((pos, dev))
-    dev, pos = dev[order].astype(np.int64), pos[order].astype(np.int64)
-    values, present, old = values[order], present[order], old[order]
-    major, minor, is_base = major[order], minor[order], is_base[order]
-    n = len(dev)
+    return _Lines(dev[order].astype(np.int64), pos[order].astype(np.int64), values[order],
+                  present[order], old[order], major[order], minor[order], is_base[order])
 
-    # The previous line of the same device (sorted by device, then time).
+
+@dataclass
+class _Pairs:
+    """Each line against its device's previous line (``prev_idx``: 0 where there is none,
+    ``prev_pos``: -1): derived from it (``paired``) unless the device vanished in between
+    (``reappeared``) or came back as another major:minor (``changed``)."""
+
+    has_prev: B
+    prev_idx: I64
+    prev_pos: I64
+    reappeared: B
+    changed: B
+    paired: B
+
+
+def _pair(ln: _Lines, snap_ids: I64, names: list[str],
+          unreadable: set[tuple[int, str]]) -> _Pairs:
+    """Each line's previous line of the same device (the lines are sorted by device, then
+    time) and whether the two may be derived against each other."""
+    n = len(ln.dev)
+    dev, pos = ln.dev, ln.pos
     has_prev = np.zeros(n, dtype=np.bool_)
     has_prev[1:] = dev[1:] == dev[:-1]
-    prev_idx = np.arange(n) - 1
+    prev_idx = np.arange(n, dtype=np.int64) - 1
     prev_idx[~has_prev] = 0
     prev_pos = np.where(has_prev, pos[prev_idx], -1)
 
@@ -564,39 +632,23 @@ def _derive(t: pl.DataFrame, ts_rows: pl.DataFrame, carry: _Carry,
     for i in np.flatnonzero(gap):
         missing = range(int(prev_pos[i]) + 1, int(pos[i]))
         name = names[int(dev[i])]
-        reappeared[i] = any((int(snap_ids[p]), name) not in carry.unreadable
-                            for p in missing)
-    changed = has_prev & ((major != major[prev_idx]) | (minor != minor[prev_idx]))
-    paired = has_prev & ~reappeared & ~changed
+        reappeared[i] = any((int(snap_ids[p]), name) not in unreadable for p in missing)
+    changed = has_prev & ((ln.major != ln.major[prev_idx]) | (ln.minor != ln.minor[prev_idx]))
+    return _Pairs(has_prev, prev_idx, prev_pos, reappeared, changed,
+                  has_prev & ~reappeared & ~changed)
 
-    cur_ts = snap_ts[pos]
-    prev_ts = np.where(reappeared, snap_ts[np.maximum(pos - 1, 0)],
-                       snap_ts[np.maximum(prev_pos, 0)])
-    interval_s = (cur_ts - prev_ts) / 1e6
-    deltas = counter_deltas(values[prev_idx], values, present[prev_idx] & paired[:, None],
-                            present, old)
-    reset = (deltas.reset & paired) | reappeared | changed
-    delta = deltas.delta
-    delta[reset] = np.nan
-    safe_iv = np.where(interval_s > 0, interval_s, 1.0)
-    metrics = derive_metrics(delta, safe_iv)
 
-    carry.backwards += int((deltas.reset & paired).sum())
-    carry.reappeared += int(reappeared.sum() + changed.sum())
+def _hand_on(carry: _Carry, ln: _Lines, pr: _Pairs, deltas: Deltas, names: list[str]
+             ) -> None:
+    """The counts for the notes, and each device's last line: the next piece's baseline."""
+    carry.backwards += int((deltas.reset & pr.paired).sum())
+    carry.reappeared += int(pr.reappeared.sum() + pr.changed.sum())
     carry.wrapped += int(deltas.wrapped.sum())
-    # each device's last line: the next piece's baseline
-    last = np.flatnonzero(np.append(dev[1:] != dev[:-1], True))
-    carry.base = _Base([names[int(d)] for d in dev[last]], major[last], minor[last],
-                       pos[last], values[last], present[last], old[last])
+    last = np.flatnonzero(np.append(ln.dev[1:] != ln.dev[:-1], True))
+    carry.base = _Base([names[int(d)] for d in ln.dev[last]], ln.major[last], ln.minor[last],
+                       ln.pos[last], ln.values[last], ln.present[last], ln.old[last])
     carry.known.update(names)
-    carry.old.update(names[int(d)] for d in np.unique(dev[old & ~is_base]))
-    old_dev = np.array([x in carry.old for x in names], dtype=np.bool_)
-    # Output in time order, devices by name within a snapshot.
-    keep = np.flatnonzero(has_prev & ~is_base)
-    keep = keep[np.lexsort((dev[keep], cur_ts[keep]))]
-    return _frame(host, _identity(names, old_dev, carry.known), dev[keep], cur_ts[keep],
-                  safe_iv[keep], {k: v[keep] for k, v in metrics.items()}, reset[keep],
-                  since_boot=False)
+    carry.old.update(names[int(d)] for d in np.unique(ln.dev[ln.old & ~ln.is_base]))
 
 
 def _lone_snapshot(t: pl.DataFrame, ts_us: int | None, source: Source) -> SampleFrame:
