@@ -4,6 +4,7 @@ per device and sample."""
 from __future__ import annotations
 
 import math
+from typing import NamedTuple
 
 import numpy as np
 import polars as pl
@@ -115,6 +116,15 @@ def _invalid_columns(df: pl.DataFrame, value_cols: list[str], source: Source) ->
     return suspect
 
 
+class _Part(NamedTuple):
+    """A device's share of the output: every sample line (``mask`` None) or the lines
+    ``mask`` selects, ``rows`` of them."""
+
+    dev: _Device
+    mask: pl.Series | None
+    rows: int
+
+
 def _reshape(columns: dict[str, pl.Series], header: _Header, suspect: set[str],
              source: Source) -> SampleFrame:
     """One row per (device, sample line that has a value for the device).
@@ -125,67 +135,14 @@ def _reshape(columns: dict[str, pl.Series], header: _Header, suspect: set[str],
     counter column is dropped once copied. ``suspect`` columns may hold negative or
     non-finite values, which become null.
     """
-    height = columns["ts"].len()
-    devices: list[tuple[_Device, pl.Series | None, int]] = []  # (device, row mask, rows)
-    for dev in header.devices:
-        names = [f"c{i}" for i, _c in dev.counters.values()]
-        if all(columns[c].null_count() == 0 for c in names):
-            devices.append((dev, None, height))  # a value in every line: no mask needed
-            continue
-        has = pl.DataFrame([columns[c] for c in names]).select(
-            pl.any_horizontal(pl.all().is_not_null())).to_series()
-        present = int(has.sum())
-        if present:
-            devices.append((dev, has if present < height else None, present))
-    if not devices:
+    parts = _device_parts(columns, header)
+    if not parts:
         raise InputFormatError(source.path, None, "no disk counter has a value")
-
-    def gather(series: pl.Series, mask: pl.Series | None) -> pl.Series:
-        return series if mask is None else series.filter(mask)
-
-    out: dict[str, pl.Series] = {}
-
     # Counters first: their columns are freed as they are copied, so the identity
     # columns below can reuse that memory.
-    measures = sorted({c for d in header.devices for c in d.counters}
-                      | {c for cols in header.cpu.values() for c in cols})
-    for name in measures:
-        parts: list[pl.Series] = []
-        convs: set[str] = set()
-        check = False
-        for dev, mask, n in devices:
-            src = dev.counters.get(name)
-            idx = src[0] if src else header.cpu.get(dev.host, {}).get(name)
-            if idx is None:
-                parts.append(pl.repeat(None, n, dtype=pl.Float64(), eager=True))
-                continue
-            convs.add(src[1] if src else _AS_IS)
-            check = check or f"c{idx}" in suspect
-            parts.append(gather(columns[f"c{idx}"], mask))
-        if convs:  # else no device with this counter has a value: left null
-            (conv,) = convs  # one counter per column: its conversion is the column's
-            out[name] = _convert(pl.concat(parts, rechunk=True), conv, check).alias(name)
-        for dev, _m, _n in devices:  # the counter columns of this measure are done
-            src = dev.counters.get(name)
-            if src:
-                columns.pop(f"c{src[0]}", None)
-    # Identity columns: gather a small per-device table by a row -> device index.
-    ident = pl.DataFrame({
-        "host": [d.host for d, _m, _n in devices],
-        "device": [d.instance for d, _m, _n in devices],
-        "device_kind": [d.kind for d, _m, _n in devices],
-        "parent": [d.parent for d, _m, _n in devices],
-    }, schema={"host": pl.String(), "device": pl.String(), "device_kind": pl.String(),
-               "parent": pl.String()})
-    dev_index = pl.Series(np.repeat(np.arange(len(devices), dtype=np.uint32),
-                                    [n for _d, _m, n in devices]))
-    out.update(zip(ident.columns, ident[dev_index].get_columns(), strict=True))
-    ts, prev, interval = columns.pop("ts"), columns.pop("_prev"), columns.pop("interval_s")
-    out["ts"] = pl.concat([gather(ts, m) for _d, m, _n in devices], rechunk=True)
-    out["interval_s"] = pl.concat([
-        interval if m is None else _partial_interval(ts, prev, m) for _d, m, _n in devices],
-        rechunk=True)
-
+    out = _measure_columns(columns, header, parts, suspect)
+    out.update(_identity_columns(parts))
+    out.update(_time_columns(columns, parts))
     columns.clear()
     # Constant and absent columns as literals: polars keeps them as scalars, not as
     # 640,000 copies of "perfmon" or of null.
@@ -200,6 +157,93 @@ def _reshape(columns: dict[str, pl.Series], header: _Header, suspect: set[str],
     # kinds are constants; nothing is a reset row. tests/unit/importers/test_perfmon.py
     # validates generated files (hypothesis); skipping it saves ~15 % of a 200 MB import.
     return SampleFrame(frame, validate=False)
+
+
+def _device_parts(columns: dict[str, pl.Series], header: _Header) -> list[_Part]:
+    """The devices with a value in at least one sample line, each with its lines."""
+    height = columns["ts"].len()
+    parts: list[_Part] = []
+    for dev in header.devices:
+        names = [f"c{i}" for i, _c in dev.counters.values()]
+        if all(columns[c].null_count() == 0 for c in names):
+            parts.append(_Part(dev, None, height))  # a value in every line: no mask needed
+            continue
+        has = pl.DataFrame([columns[c] for c in names]).select(
+            pl.any_horizontal(pl.all().is_not_null())).to_series()
+        present = int(has.sum())
+        if present:
+            parts.append(_Part(dev, has if present < height else None, present))
+    return parts
+
+
+def _gather(series: pl.Series, mask: pl.Series | None) -> pl.Series:
+    return series if mask is None else series.filter(mask)
+
+
+def _measure_columns(columns: dict[str, pl.Series], header: _Header, parts: list[_Part],
+                     suspect: set[str]) -> dict[str, pl.Series]:
+    """One output column per measure with a value (disk counters and the host's CPU);
+    each measure's counter columns are dropped from ``columns`` once copied."""
+    out: dict[str, pl.Series] = {}
+    measures = sorted({c for d in header.devices for c in d.counters}
+                      | {c for cols in header.cpu.values() for c in cols})
+    for name in measures:
+        column = _measure(name, columns, header, parts, suspect)
+        if column is not None:  # else no device with this counter has a value: left null
+            out[name] = column
+        for dev, _m, _n in parts:  # the counter columns of this measure are done
+            src = dev.counters.get(name)
+            if src:
+                columns.pop(f"c{src[0]}", None)
+    return out
+
+
+def _measure(name: str, columns: dict[str, pl.Series], header: _Header, parts: list[_Part],
+             suspect: set[str]) -> pl.Series | None:
+    """One measure's column: each device's counter (or its host's CPU counter) over its
+    lines, null for a device without it; None when no device has it."""
+    pieces: list[pl.Series] = []
+    convs: set[str] = set()
+    check = False
+    for dev, mask, n in parts:
+        src = dev.counters.get(name)
+        idx = src[0] if src else header.cpu.get(dev.host, {}).get(name)
+        if idx is None:
+            pieces.append(pl.repeat(None, n, dtype=pl.Float64(), eager=True))
+            continue
+        convs.add(src[1] if src else _AS_IS)
+        check = check or f"c{idx}" in suspect
+        pieces.append(_gather(columns[f"c{idx}"], mask))
+    if not convs:
+        return None
+    (conv,) = convs  # one counter per column: its conversion is the column's
+    return _convert(pl.concat(pieces, rechunk=True), conv, check).alias(name)
+
+
+def _identity_columns(parts: list[_Part]) -> dict[str, pl.Series]:
+    """host, device, device_kind, parent: a small per-device table gathered by a row ->
+    device index."""
+    ident = pl.DataFrame({
+        "host": [d.host for d, _m, _n in parts],
+        "device": [d.instance for d, _m, _n in parts],
+        "device_kind": [d.kind for d, _m, _n in parts],
+        "parent": [d.parent for d, _m, _n in parts],
+    }, schema={"host": pl.String(), "device": pl.String(), "device_kind": pl.String(),
+               "parent": pl.String()})
+    dev_index = pl.Series(np.repeat(np.arange(len(parts), dtype=np.uint32),
+                                    [n for _d, _m, n in parts]))
+    return dict(zip(ident.columns, ident[dev_index].get_columns(), strict=True))
+
+
+def _time_columns(columns: dict[str, pl.Series], parts: list[_Part]) -> dict[str, pl.Series]:
+    """ts and interval_s (a device without a value in some lines: from its last value)."""
+    ts, prev, interval = columns.pop("ts"), columns.pop("_prev"), columns.pop("interval_s")
+    return {
+        "ts": pl.concat([_gather(ts, m) for _d, m, _n in parts], rechunk=True),
+        "interval_s": pl.concat([
+            interval if m is None else _partial_interval(ts, prev, m) for _d, m, _n in parts],
+            rechunk=True),
+    }
 
 
 def _partial_interval(ts: pl.Series, prev_line: pl.Series, mask: pl.Series) -> pl.Series:
