@@ -8,102 +8,159 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import replace
+from typing import NamedTuple
 
-from iogauge.analysis.catalog.profiles import REF_KB, CatalogError, Limits, Profile, RaidLevel
+from iogauge.analysis.catalog.profiles import (
+    REF_KB,
+    CatalogError,
+    Figure,
+    Limits,
+    Profile,
+    RaidLevel,
+)
+
+
+class _Figures:
+    """A profile's figures read at one size; ``sources`` collects each figure's source as
+    it is read (a size-scaled one with its arithmetic)."""
+
+    def __init__(self, figures: Mapping[str, Figure], size_GiB: float | None) -> None:
+        self.figures = figures
+        self.size_GiB = size_GiB
+        self.sources: dict[str, str] = {}
+
+    def __contains__(self, name: str) -> bool:
+        return name in self.figures
+
+    def val(self, name: str) -> float:
+        fig = self.figures[name]
+        v = fig.at_size(self.size_GiB if self.size_GiB is not None else 0.0)
+        if fig.scaled:
+            parts = [f"{fig.per_GiB:g} per GiB x {self.size_GiB:g} GiB"]
+            if fig.base is not None:
+                parts.insert(0, f"{fig.base:g} +")
+            cap = "" if fig.max is None else f", capped at {fig.max:g}"
+            self.sources[name] = f"{' '.join(parts)}{cap} = {v:g}; {fig.source}"
+        else:
+            self.sources.setdefault(name, fig.source)
+        return v
+
+    def opt(self, name: str) -> float | None:
+        return self.val(name) if name in self.figures else None
+
+
+class _Latency(NamedTuple):
+    """The figures every kind takes as they are: latency design and peak, and the
+    sequential-mix efficiency."""
+
+    design_ms: float | None
+    peak_ms: float | None
+    seq_mix_efficiency: float | None
 
 
 def derive_limits(p: Profile, raid: Mapping[str, RaidLevel], size_GiB: float | None = None
                   ) -> Limits:
     """Reduce a profile's figures to the interpolation inputs, with a source for each."""
-    f = p.figures
-    src: dict[str, str] = {}
-
-    def val(name: str) -> float:
-        fig = f[name]
-        v = fig.at_size(size_GiB if size_GiB is not None else 0.0)
-        if fig.scaled:
-            parts = [f"{fig.per_GiB:g} per GiB x {size_GiB:g} GiB"]
-            if fig.base is not None:
-                parts.insert(0, f"{fig.base:g} +")
-            cap = "" if fig.max is None else f", capped at {fig.max:g}"
-            src[name] = f"{' '.join(parts)}{cap} = {v:g}; {fig.source}"
-        else:
-            src.setdefault(name, fig.source)
-        return v
-
-    def opt(name: str) -> float | None:
-        return val(name) if name in f else None
-
-    design, peak = opt("latency_design_ms"), opt("latency_peak_ms")
-    eff = opt("seq_mix_efficiency")
+    f = _Figures(p.figures, size_GiB)
+    # read first, whatever the kind (the sources keep this order)
+    lat = _Latency(f.opt("latency_design_ms"), f.opt("latency_peak_ms"),
+                   f.opt("seq_mix_efficiency"))
     if p.kind == "hdd":
-        rpm, seek_r, seek_w = val("rpm"), val("seek_read_ms"), val("seek_write_ms")
-        over = opt("command_overhead_ms") or 0.0
-        mmax, mmin = val("media_max_MiBps"), val("media_min_MiBps")
-        if rpm <= 0 or mmax <= 0 or mmin <= 0:
-            raise ValueError("rpm and media rates must be > 0")
-        half_rot = 30000.0 / rpm
-        mean_rate = (mmax + mmin) / 2
-        xfer_ms = REF_KB / 1024 / mean_rate * 1000
-        t_r = over + seek_r + half_rot + xfer_ms
-        t_w = over + seek_w + half_rot + xfer_ms
-        formula = ("1000 / (command overhead {o:g} + average seek {s:g} + half a revolution "
-                   "30000/{rpm:g} rpm = {h:.3f} + 4 KiB at the mean media rate "
-                   "({a:.1f}+{b:.1f})/2 MiB/s = {x:.4f}) ms = {i:.1f} IOPS (inputs: "
-                   "command_overhead_ms, seek_*_ms, rpm, media_max/min_MiBps)")
-        src["rand_read_iops"] = formula.format(o=over, s=seek_r, rpm=rpm, h=half_rot, a=mmax,
-                                               b=mmin, x=xfer_ms, i=1000 / t_r)
-        src["rand_write_iops"] = formula.format(o=over, s=seek_w, rpm=rpm, h=half_rot, a=mmax,
-                                                b=mmin, x=xfer_ms, i=1000 / t_w)
-        src["seq_read_MiBps"] = src["seq_write_MiBps"] = (
-            f"outer-zone media rate media_max_MiBps = {mmax:.1f} MiB/s (inner zones: "
-            f"{mmin:.1f})")
-        src["xfer"] = f"random transfers at the mean media rate {mean_rate:.1f} MiB/s"
-        return Limits("rotating", REF_KB, 1000 / t_r, 1000 / t_w, mmax, mmax, mean_rate,
-                      mean_rate, latency_read_ms=t_r, latency_write_ms=t_w,
-                      latency_from_service_time=True, latency_design_ms=design,
-                      latency_peak_ms=peak, seq_mix_efficiency=eff or 1.0, sources=src)
+        return _hdd_limits(f, lat)
     if p.kind == "ssd":
-        qr, qw = opt("qd1_read_iops"), opt("qd1_write_iops")
-        lat_r = lat_w = opt("latency_typical_ms")
-        if qr:
-            lat_r = 1000 / qr
-            src["latency_read_ms"] = f"1000 / QD1 read IOPS {qr:g} = {lat_r:.3f} ms"
-        if qw:
-            lat_w = 1000 / qw
-            src["latency_write_ms"] = f"1000 / QD1 write IOPS {qw:g} = {lat_w:.3f} ms"
-        sr, sw = val("seq_read_MiBps"), val("seq_write_MiBps")
-        return Limits("flash", REF_KB, val("rand_read_iops"), val("rand_write_iops"), sr, sw,
-                      sr, sw, latency_read_ms=lat_r, latency_write_ms=lat_w,
-                      latency_design_ms=design, latency_peak_ms=peak, sources=src)
+        return _ssd_limits(f, lat)
     if p.kind == "array":
-        ref = opt("ref_kB") or REF_KB
-        rr = val("rand_read_iops")
-        if "rand_write_iops" in f:
-            rw = val("rand_write_iops")
-        else:
-            lvl = raid[p.raid_level or ""]
-            pen = lvl.write_penalty.value or 1.0
-            rw = rr / pen
-            src["rand_write_iops"] = (f"random read IOPS {rr:g} / {lvl.level} write penalty "
-                                      f"{pen:g} = {rw:g} (penalty: {lvl.write_penalty.source})")
-        sr, sw = val("seq_read_MiBps"), val("seq_write_MiBps")
-        lat = opt("latency_typical_ms")
-        return Limits("rotating" if p.rotational else "flash", ref, rr, rw, sr, sw, sr, sw,
-                      latency_read_ms=lat, latency_write_ms=lat, latency_design_ms=design,
-                      latency_peak_ms=peak, seq_mix_efficiency=eff or 1.0, sources=src)
-    # cloud
-    lat = opt("latency_typical_ms")
-    unit = opt("io_unit_kB")
-    rm, wm = val("read_MiBps"), val("write_MiBps")
-    ri, wi = val("read_iops"), val("write_iops")
+        return _array_limits(p, raid, f, lat)
+    return _cloud_limits(p, f, lat)
+
+
+def _hdd_limits(f: _Figures, lat: _Latency) -> Limits:
+    """Random IOPS from command overhead, seek, half a revolution and the transfer at the
+    mean media rate; sequential rates: the outer zone."""
+    src = f.sources
+    rpm, seek_r, seek_w = f.val("rpm"), f.val("seek_read_ms"), f.val("seek_write_ms")
+    over = f.opt("command_overhead_ms") or 0.0
+    mmax, mmin = f.val("media_max_MiBps"), f.val("media_min_MiBps")
+    if rpm <= 0 or mmax <= 0 or mmin <= 0:
+        raise ValueError("rpm and media rates must be > 0")
+    half_rot = 30000.0 / rpm
+    mean_rate = (mmax + mmin) / 2
+    xfer_ms = REF_KB / 1024 / mean_rate * 1000
+    t_r = over + seek_r + half_rot + xfer_ms
+    t_w = over + seek_w + half_rot + xfer_ms
+    formula = ("1000 / (command overhead {o:g} + average seek {s:g} + half a revolution "
+               "30000/{rpm:g} rpm = {h:.3f} + 4 KiB at the mean media rate "
+               "({a:.1f}+{b:.1f})/2 MiB/s = {x:.4f}) ms = {i:.1f} IOPS (inputs: "
+               "command_overhead_ms, seek_*_ms, rpm, media_max/min_MiBps)")
+    src["rand_read_iops"] = formula.format(o=over, s=seek_r, rpm=rpm, h=half_rot, a=mmax,
+                                           b=mmin, x=xfer_ms, i=1000 / t_r)
+    src["rand_write_iops"] = formula.format(o=over, s=seek_w, rpm=rpm, h=half_rot, a=mmax,
+                                            b=mmin, x=xfer_ms, i=1000 / t_w)
+    src["seq_read_MiBps"] = src["seq_write_MiBps"] = (
+        f"outer-zone media rate media_max_MiBps = {mmax:.1f} MiB/s (inner zones: "
+        f"{mmin:.1f})")
+    src["xfer"] = f"random transfers at the mean media rate {mean_rate:.1f} MiB/s"
+    return Limits("rotating", REF_KB, 1000 / t_r, 1000 / t_w, mmax, mmax, mean_rate,
+                  mean_rate, latency_read_ms=t_r, latency_write_ms=t_w,
+                  latency_from_service_time=True, latency_design_ms=lat.design_ms,
+                  latency_peak_ms=lat.peak_ms, seq_mix_efficiency=lat.seq_mix_efficiency or 1.0,
+                  sources=src)
+
+
+def _ssd_limits(f: _Figures, lat: _Latency) -> Limits:
+    """The published IOPS and rates; latency from the QD1 IOPS when given."""
+    qr, qw = f.opt("qd1_read_iops"), f.opt("qd1_write_iops")
+    lat_r = lat_w = f.opt("latency_typical_ms")
+    if qr:
+        lat_r = 1000 / qr
+        f.sources["latency_read_ms"] = f"1000 / QD1 read IOPS {qr:g} = {lat_r:.3f} ms"
+    if qw:
+        lat_w = 1000 / qw
+        f.sources["latency_write_ms"] = f"1000 / QD1 write IOPS {qw:g} = {lat_w:.3f} ms"
+    sr, sw = f.val("seq_read_MiBps"), f.val("seq_write_MiBps")
+    return Limits("flash", REF_KB, f.val("rand_read_iops"), f.val("rand_write_iops"), sr, sw,
+                  sr, sw, latency_read_ms=lat_r, latency_write_ms=lat_w,
+                  latency_design_ms=lat.design_ms, latency_peak_ms=lat.peak_ms,
+                  sources=f.sources)
+
+
+def _array_limits(p: Profile, raid: Mapping[str, RaidLevel], f: _Figures,
+                  lat: _Latency) -> Limits:
+    """The published figures; random writes from reads and the RAID write penalty when
+    not given."""
+    ref = f.opt("ref_kB") or REF_KB
+    rr = f.val("rand_read_iops")
+    if "rand_write_iops" in f:
+        rw = f.val("rand_write_iops")
+    else:
+        lvl = raid[p.raid_level or ""]
+        pen = lvl.write_penalty.value or 1.0
+        rw = rr / pen
+        f.sources["rand_write_iops"] = (f"random read IOPS {rr:g} / {lvl.level} write "
+                                        f"penalty {pen:g} = {rw:g} (penalty: "
+                                        f"{lvl.write_penalty.source})")
+    sr, sw = f.val("seq_read_MiBps"), f.val("seq_write_MiBps")
+    typical = f.opt("latency_typical_ms")
+    return Limits("rotating" if p.rotational else "flash", ref, rr, rw, sr, sw, sr, sw,
+                  latency_read_ms=typical, latency_write_ms=typical,
+                  latency_design_ms=lat.design_ms, latency_peak_ms=lat.peak_ms,
+                  seq_mix_efficiency=lat.seq_mix_efficiency or 1.0, sources=f.sources)
+
+
+def _cloud_limits(p: Profile, f: _Figures, lat: _Latency) -> Limits:
+    """The provisioned IOPS and throughput, random and sequential alike."""
+    typical = f.opt("latency_typical_ms")
+    unit = f.opt("io_unit_kB")
+    rm, wm = f.val("read_MiBps"), f.val("write_MiBps")
+    ri, wi = f.val("read_iops"), f.val("write_iops")
+    src = f.sources
     for limit, fig in (("rand_read_iops", "read_iops"), ("rand_write_iops", "write_iops"),
                        ("seq_read_MiBps", "read_MiBps"), ("seq_write_MiBps", "write_MiBps")):
         src[limit] = src[fig]
     return Limits("cloud", REF_KB, ri, wi, rm, wm, rm, wm,
-                  io_unit_kB=unit, seq_merge=p.seq_merge, latency_read_ms=lat,
-                  latency_write_ms=lat, latency_design_ms=design, latency_peak_ms=peak,
-                  sources=src)
+                  io_unit_kB=unit, seq_merge=p.seq_merge, latency_read_ms=typical,
+                  latency_write_ms=typical, latency_design_ms=lat.design_ms,
+                  latency_peak_ms=lat.peak_ms, sources=src)
 
 
 def md_profile(member: Profile, lvl: RaidLevel, n: int, name: str) -> Profile:
