@@ -48,6 +48,9 @@ RMF-specific rule.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import Any
+
 import polars as pl
 
 from iogauge.analysis.context import AnalysisContext, DeviceContext
@@ -191,98 +194,136 @@ _SERVICE_NOTE = {
 }
 
 
+@dataclass(frozen=True)
+class _Worst:
+    """The figures of a run's worst window; ``expected``: the M/M/1 ratio at its busy
+    (busy-time estimate only)."""
+
+    q: float
+    await_ms: float
+    service_ms: float
+    host_ms: float
+    aqu: float | None
+    rho: float | None
+    expected: float | None
+
+    @classmethod
+    def of(cls, worst: dict[str, Any], method: str) -> _Worst:
+        aqu, rho = worst.get("aqu_sz"), worst.get("_rho")
+        expected = (1.0 / (1.0 - float(rho)) if method == _ESTIMATED and rho is not None
+                    else None)
+        return cls(float(worst["_q"]), float(worst["_await"]), float(worst["_service"]),
+                   float(worst["_host"]), None if aqu is None else float(aqu),
+                   None if rho is None else float(rho), expected)
+
+
 def _finding(ctx: AnalysisContext, dev: DeviceContext, run: Run, found: Matches,
              method: str) -> Finding:
     label = window_label(ctx.window_s, ctx.timeline)
-    worst = run.worst
-    q = float(worst["_q"])
-    await_ms = float(worst["_await"])
-    service = float(worst["_service"])
-    host = float(worst["_host"])
+    w = _Worst.of(run.worst, method)
     note = f"worst {label} window" if run.windows > 1 else f"{label} window"
-    evidence = [
-        Evidence("await_ms", await_ms, "ms", note=f"response time, {note}"),
-        Evidence("service_ms", service, "ms", note=_SERVICE_NOTE[method]),
-        Evidence("queue_wait_ms", host, "ms", threshold=MIN_WAIT_MS, op=">=",
-                 note="response minus service" if method != _SPLIT
-                 else "wsvc_t / avwait, or wait / IOPS (Little's law)"),
-        Evidence("response_to_service", q, "x",
-                 threshold=RATIO_CRIT if run.severity == "critical" else RATIO_WARN,
-                 op=">=", note="Q = response / service time"),
-    ]
-    aqu = worst.get("aqu_sz")
-    if aqu is not None:
-        evidence.append(Evidence("aqu_sz", float(aqu), "requests", note=note))
-    rho = worst.get("_rho")
-    expected: float | None = None
-    if method == _ESTIMATED and rho is not None:
-        expected = 1.0 / (1.0 - float(rho))
-        evidence.append(Evidence("util_pct", 100.0 * float(rho), "%", note=note))
-        evidence.append(Evidence("mm1_expected_ratio", expected, "x",
-                                 note="M/M/1 response / service at this busy: 1 / (1 - rho)"))
-    if method == _DEPTH and dev.info is not None:
-        evidence.append(Evidence("queue_depth", float(dev.info.queue_depth or 0), "requests",
-                                 note="device queue depth (sysfs device/queue_depth)"))
-    severity = run.severity
+    evidence = _evidence(dev, run, method, w, note)
     # Below UNLOADED_UTIL_PCT busy a queue is bursts or a host-side limit, not load: where
     # the time goes, as context; latency_without_load judges the response time there.
     unloaded = not bool(run.part["_loaded"].any())
-    if unloaded:
-        severity = "info"
+    severity = "info" if unloaded else run.severity
     if method == _SPLIT:
-        title = (f"Host-side queueing: requests wait {fmt_ms(host)} in the driver queue, "
-                 f"{fmt_ratio(host / service if service else None)} their "
-                 f"{fmt_ms(service)} device time")
-        explanation = ("The source splits the response time: requests spend most of it in "
-                       "the host's wait queue (driver) before the device accepts them, not in "
-                       "the device. The device itself answers quickly; the host holds requests "
-                       "back (a per-device throttle or queue-depth limit such as Solaris "
-                       "sd_max_throttle / ssd_max_throttle) or submits them in bursts.")
-        suggestion = ("Check the host's queue limits for this device (Solaris "
-                      "sd_max_throttle / ssd_max_throttle, HBA queue depth; Linux "
-                      "queue_depth and nr_requests) and whether the workload submits bursts "
-                      "(a checkpoint, a flush); raising the limit helps only if the device "
-                      "has headroom.")
+        title, explanation, suggestion = _host_split_texts(w)
     elif method == _DEPTH:
-        depth = dev.info.queue_depth if dev.info is not None else None
-        title = (f"Host-side queueing: {fmt_ratio(float(aqu) if aqu is not None else None)} "
-                 f"requests outstanding with a device queue depth of {depth}")
-        explanation = ("This device serves requests in parallel, but it accepts at most "
-                       f"{depth} at a time; the mean number outstanding was higher, so the rest "
-                       f"waited in the block layer - at least {fmt_ms(host)} per request.")
-        suggestion = ("Raise the device's queue depth if the device (and its path) can take "
-                      "more (/sys/block/DEV/device/queue_depth), and nr_requests for the "
-                      "block-layer queue; or spread the load over more devices or paths.")
+        title, explanation, suggestion = _queue_depth_texts(dev, w)
     else:
-        bursty = expected is not None and q >= BURST_FACTOR * expected
-        title = (f"Queueing: response {fmt_ms(await_ms)} is {fmt_ratio(q)} the "
-                 f"{fmt_ms(service)} service time")
-        explanation = (f"Requests spend {fmt_pct(100.0 * (1.0 - 1.0 / q))} of their response "
-                       "time waiting, not being served. The source does not say whether they "
-                       "wait in the host's queue or inside the device. ")
-        if expected is not None and bursty:
-            explanation += (f"At {fmt_pct(100.0 * float(rho or 0.0))} busy, random arrivals "
-                            f"would wait about {fmt_ratio(expected)} the service time (M/M/1); "
-                            "the observed queue is far longer, so requests arrive in bursts "
-                            "(many submitted at once) or a host-side limit holds them back: "
-                            "the device itself is not slow per request.")
-        elif expected is not None:
-            explanation += (f"At {fmt_pct(100.0 * float(rho or 0.0))} busy this much waiting "
-                            f"is what the load explains (M/M/1: {fmt_ratio(expected)}): the "
-                            "device is busy and requests queue behind each other - see the "
-                            "saturation findings.")
-        else:
-            explanation += ("A fast service time with a long wait points at queueing, in the "
-                            "host (queue limits, bursts) or in the device (its own queue).")
-        suggestion = ("Smooth bursts (spread checkpoints/flushes, limit the submitter's queue "
-                      "depth), check the host's queue limits (queue_depth, nr_requests), and "
-                      "if the device is simply busy, reduce or spread the load.")
+        title, explanation, suggestion = _ratio_texts(w)
     if unloaded:
         explanation += (f" The device was busy under {UNLOADED_UTIL_PCT:.0f} % of the time "
                         "in these windows: the queue does not come from a lack of capacity.")
     return run_finding(RULE_ID, dev, run, found, severity=severity, title=title,
                        evidence=evidence, explanation=explanation, suggestion=suggestion,
                        source=SOURCE)
+
+
+def _evidence(dev: DeviceContext, run: Run, method: str, w: _Worst,
+              note: str) -> list[Evidence]:
+    evidence = [
+        Evidence("await_ms", w.await_ms, "ms", note=f"response time, {note}"),
+        Evidence("service_ms", w.service_ms, "ms", note=_SERVICE_NOTE[method]),
+        Evidence("queue_wait_ms", w.host_ms, "ms", threshold=MIN_WAIT_MS, op=">=",
+                 note="response minus service" if method != _SPLIT
+                 else "wsvc_t / avwait, or wait / IOPS (Little's law)"),
+        Evidence("response_to_service", w.q, "x",
+                 threshold=RATIO_CRIT if run.severity == "critical" else RATIO_WARN,
+                 op=">=", note="Q = response / service time"),
+    ]
+    if w.aqu is not None:
+        evidence.append(Evidence("aqu_sz", w.aqu, "requests", note=note))
+    if w.expected is not None and w.rho is not None:
+        evidence.append(Evidence("util_pct", 100.0 * w.rho, "%", note=note))
+        evidence.append(Evidence("mm1_expected_ratio", w.expected, "x",
+                                 note="M/M/1 response / service at this busy: 1 / (1 - rho)"))
+    if method == _DEPTH and dev.info is not None:
+        evidence.append(Evidence("queue_depth", float(dev.info.queue_depth or 0), "requests",
+                                 note="device queue depth (sysfs device/queue_depth)"))
+    return evidence
+
+
+def _host_split_texts(w: _Worst) -> tuple[str, str, str]:
+    """Title, explanation and suggestion when the source splits host and device time."""
+    title = (f"Host-side queueing: requests wait {fmt_ms(w.host_ms)} in the driver queue, "
+             f"{fmt_ratio(w.host_ms / w.service_ms if w.service_ms else None)} their "
+             f"{fmt_ms(w.service_ms)} device time")
+    explanation = ("The source splits the response time: requests spend most of it in "
+                   "the host's wait queue (driver) before the device accepts them, not in "
+                   "the device. The device itself answers quickly; the host holds requests "
+                   "back (a per-device throttle or queue-depth limit such as Solaris "
+                   "sd_max_throttle / ssd_max_throttle) or submits them in bursts.")
+    suggestion = ("Check the host's queue limits for this device (Solaris "
+                  "sd_max_throttle / ssd_max_throttle, HBA queue depth; Linux "
+                  "queue_depth and nr_requests) and whether the workload submits bursts "
+                  "(a checkpoint, a flush); raising the limit helps only if the device "
+                  "has headroom.")
+    return title, explanation, suggestion
+
+
+def _queue_depth_texts(dev: DeviceContext, w: _Worst) -> tuple[str, str, str]:
+    """Title, explanation and suggestion when more requests are outstanding than the
+    device's queue depth."""
+    depth = dev.info.queue_depth if dev.info is not None else None
+    title = (f"Host-side queueing: {fmt_ratio(w.aqu)} "
+             f"requests outstanding with a device queue depth of {depth}")
+    explanation = ("This device serves requests in parallel, but it accepts at most "
+                   f"{depth} at a time; the mean number outstanding was higher, so the rest "
+                   f"waited in the block layer - at least {fmt_ms(w.host_ms)} per request.")
+    suggestion = ("Raise the device's queue depth if the device (and its path) can take "
+                  "more (/sys/block/DEV/device/queue_depth), and nr_requests for the "
+                  "block-layer queue; or spread the load over more devices or paths.")
+    return title, explanation, suggestion
+
+
+def _ratio_texts(w: _Worst) -> tuple[str, str, str]:
+    """Title, explanation and suggestion from the response / service ratio alone, set
+    against the M/M/1 expectation where there is one."""
+    title = (f"Queueing: response {fmt_ms(w.await_ms)} is {fmt_ratio(w.q)} the "
+             f"{fmt_ms(w.service_ms)} service time")
+    explanation = (f"Requests spend {fmt_pct(100.0 * (1.0 - 1.0 / w.q))} of their response "
+                   "time waiting, not being served. The source does not say whether they "
+                   "wait in the host's queue or inside the device. ")
+    if w.expected is not None and w.q >= BURST_FACTOR * w.expected:
+        explanation += (f"At {fmt_pct(100.0 * (w.rho or 0.0))} busy, random arrivals "
+                        f"would wait about {fmt_ratio(w.expected)} the service time (M/M/1); "
+                        "the observed queue is far longer, so requests arrive in bursts "
+                        "(many submitted at once) or a host-side limit holds them back: "
+                        "the device itself is not slow per request.")
+    elif w.expected is not None:
+        explanation += (f"At {fmt_pct(100.0 * (w.rho or 0.0))} busy this much waiting "
+                        f"is what the load explains (M/M/1: {fmt_ratio(w.expected)}): the "
+                        "device is busy and requests queue behind each other - see the "
+                        "saturation findings.")
+    else:
+        explanation += ("A fast service time with a long wait points at queueing, in the "
+                        "host (queue limits, bursts) or in the device (its own queue).")
+    suggestion = ("Smooth bursts (spread checkpoints/flushes, limit the submitter's queue "
+                  "depth), check the host's queue limits (queue_depth, nr_requests), and "
+                  "if the device is simply busy, reduce or spread the load.")
+    return title, explanation, suggestion
 
 
 def _device_queue(ctx: AnalysisContext, dev: DeviceContext,
