@@ -18,7 +18,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Annotated
 from zoneinfo import ZoneInfo
 
 import typer
@@ -58,6 +58,20 @@ class _Options:
     interval_s: float | None
     date_order: str | None
     first_report: FirstReport = FirstReport.AUTO
+
+    @classmethod
+    def parse(cls, *, fmt: str | None, tz: str | None, lenient: bool, host: str | None,
+              start: str | None, interval_s: float | None, date_order: str | None,
+              first_report: FirstReport) -> _Options:
+        """The command's options as given, checked and parsed."""
+        zone = parse_zone(tz)
+        start_dt = parse_start(start)
+        if date_order is not None and date_order.upper() not in ("MDY", "DMY", "YMD"):
+            raise IogaugeError(f"--date-order {date_order!r}: use MDY, DMY or YMD")
+        return cls(fmt=fmt, tz=zone, lenient=lenient, host=host, start=start_dt,
+                   interval_s=interval_s,
+                   date_order=date_order.upper() if date_order else None,
+                   first_report=first_report)
 
 
 @dataclass
@@ -137,51 +151,67 @@ def _open(path: Path, opts: _Options) -> tuple[_Read, Iterator[SampleFrame]]:
     return read, frames()
 
 
+_FilesArgument = Annotated[list[str] | None, typer.Argument(
+    help="Files or glob patterns (quote globs: 'logs/*.gz'). Compressed .gz/.xz/.bz2/.zst are "
+    "read transparently.")]
+_FormatOption = Annotated[str | None, typer.Option(
+    "--format", "-f", help=f"Force a format instead of sniffing: {', '.join(FORMATS)}.")]
+_TzOption = Annotated[str | None, typer.Option(
+    "--tz", help="Time zone of timestamps that carry no offset, e.g. Europe/Paris (default: "
+    "the file's own zone if it states one, else UTC).")]
+_LenientOption = Annotated[bool, typer.Option(
+    "--lenient", help="Skip lines that cannot be read (and report how many) instead of "
+    "failing.")]
+_HostOption = Annotated[str | None, typer.Option(
+    "--host", help="Host name for files that do not name one (default: the file name).")]
+_StartOption = Annotated[str | None, typer.Option(
+    "--start", help="When the collection started (ISO-8601, e.g. 2026-11-22T02:00), for "
+    "outputs without time stamps (iostat without -t/-T) or with times of day only. No "
+    "offset = the --tz zone.")]
+_IntervalOption = Annotated[float | None, typer.Option(
+    "--interval", min=0.001, help="Sampling interval in seconds the command was run with, "
+    "for outputs that do not print it.")]
+_DateOrderOption = Annotated[str | None, typer.Option(
+    "--date-order", help="MDY, DMY or YMD for dates such as 01/02/2024 that the file cannot "
+    "decide (default: inferred, with a note when it is a guess).")]
+_JsonOption = Annotated[bool, typer.Option(
+    "--json", help="Write one JSON object per SampleFrame row to stdout instead of storing.")]
+_ParquetOption = Annotated[Path | None, typer.Option(
+    "--parquet", help="Write the rows to this Parquet file instead of storing (streamed: "
+    "iostat logs of Linux, Solaris and AIX of any size in bounded memory).")]
+_DbOption = Annotated[Path | None, typer.Option(
+    "--db", help="Store file (default: $XDG_DATA_HOME/iogauge/iogauge.duckdb).")]
+_FromOption = Annotated[str | None, typer.Option(
+    "--from", help="With --prometheus: start of the span to read (ISO-8601; no offset = "
+    "--tz).")]
+_ToOption = Annotated[str | None, typer.Option(
+    "--to", help="With --prometheus: end of the span to read.")]
+_WindowOption = Annotated[float, typer.Option(
+    "--window", min=1.0, help="With --prometheus: seconds per row (the window each increase "
+    "is taken over).")]
+
+
 def import_(
-    files: list[str] = typer.Argument(None, help="Files or glob patterns (quote globs: "
-                                      "'logs/*.gz'). Compressed .gz/.xz/.bz2/.zst are read "
-                                      "transparently."),
-    fmt: str | None = typer.Option(None, "--format", "-f", help="Force a format instead of "
-                                   f"sniffing: {', '.join(FORMATS)}."),
-    tz: str | None = typer.Option(None, "--tz", help="Time zone of timestamps that carry no "
-                                  "offset, e.g. Europe/Paris (default: the file's own zone if "
-                                  "it states one, else UTC)."),
-    lenient: bool = typer.Option(False, "--lenient", help="Skip lines that cannot be read "
-                                 "(and report how many) instead of failing."),
-    host: str | None = typer.Option(None, "--host", help="Host name for files that do not "
-                                    "name one (default: the file name)."),
-    start: str | None = typer.Option(None, "--start", help="When the collection started "
-                                     "(ISO-8601, e.g. 2026-11-22T02:00), for outputs without "
-                                     "time stamps (iostat without -t/-T) or with times of day "
-                                     "only. No offset = the --tz zone."),
-    interval: float | None = typer.Option(None, "--interval", min=0.001, help="Sampling "
-                                          "interval in seconds the command was run with, for "
-                                          "outputs that do not print it."),
-    date_order: str | None = typer.Option(None, "--date-order", help="MDY, DMY or YMD for "
-                                          "dates such as 01/02/2024 that the file cannot "
-                                          "decide (default: inferred, with a note when it is "
-                                          "a guess)."),
+    files: _FilesArgument = None,
+    fmt: _FormatOption = None,
+    tz: _TzOption = None,
+    lenient: _LenientOption = False,
+    host: _HostOption = None,
+    start: _StartOption = None,
+    interval: _IntervalOption = None,
+    date_order: _DateOrderOption = None,
     first_report: FirstReport = FIRST_REPORT_OPTION,
-    as_json: bool = typer.Option(False, "--json", help="Write one JSON object per "
-                                 "SampleFrame row to stdout instead of storing."),
-    parquet: Path | None = typer.Option(None, "--parquet", help="Write the rows to this "
-                                        "Parquet file instead of storing (streamed: iostat "
-                                        "logs of Linux, Solaris and AIX of any size in "
-                                        "bounded memory)."),
-    db: Path | None = typer.Option(None, "--db", help="Store file (default: "
-                                   "$XDG_DATA_HOME/iogauge/iogauge.duckdb)."),
+    as_json: _JsonOption = False,
+    parquet: _ParquetOption = None,
+    db: _DbOption = None,
     prometheus: str | None = prom_opts.PROMETHEUS_OPTION,
     match: str | None = prom_opts.MATCH_OPTION,
     host_label: str = prom_opts.HOST_LABEL_OPTION,
     header: list[str] = prom_opts.HEADER_OPTION,
     hosts_per_batch: int = prom_opts.BATCH_OPTION,
-    span_from: str | None = typer.Option(None, "--from", help="With --prometheus: start of "
-                                         "the span to read (ISO-8601; no offset = --tz)."),
-    span_to: str | None = typer.Option(None, "--to", help="With --prometheus: end of the "
-                                       "span to read."),
-    window: float = typer.Option(60.0, "--window", min=1.0, help="With --prometheus: "
-                                 "seconds per row (the window each increase is taken "
-                                 "over)."),
+    span_from: _FromOption = None,
+    span_to: _ToOption = None,
+    window: _WindowOption = 60.0,
 ) -> None:
     """Import iostat, sar, sadf, sa, Solaris/AIX/HP-UX, perfmon, RMF, Oracle, fio or
     diskstats files into the store (or JSON / Parquet).
@@ -221,27 +251,26 @@ def import_(
     from iogauge.importers.registry import expand
 
     with user_errors():
-        zone = parse_zone(tz)
-        start_dt = parse_start(start)
-        if date_order is not None and date_order.upper() not in ("MDY", "DMY", "YMD"):
-            raise IogaugeError(f"--date-order {date_order!r}: use MDY, DMY or YMD")
-        opts = _Options(fmt=fmt, tz=zone, lenient=lenient, host=host, start=start_dt,
-                        interval_s=interval,
-                        date_order=date_order.upper() if date_order else None,
-                        first_report=first_report)
+        opts = _Options.parse(fmt=fmt, tz=tz, lenient=lenient, host=host, start=start,
+                              interval_s=interval, date_order=date_order,
+                              first_report=first_report)
         paths = expand(files)
-        output = _output(as_json, parquet, db)
-        with output:
-            reads, failures = _read_all(paths, opts, output)
-            if failures:
-                output.discard()
-                for f in failures:
-                    err.print(f"[bold red]error:[/] {f}", markup=True, highlight=False)
-                err.print(f"{len(failures)} of {len(paths)} file(s) failed; nothing was "
-                          "written")
-                raise typer.Exit(2)
-            _warn_skipped(reads)
-            output.finish(reads, opts.interval_s)
+        _import_files(paths, opts, _output(as_json, parquet, db))
+
+
+def _import_files(paths: list[Path], opts: _Options, output: ImportOutput) -> None:
+    """All the files into ``output``, or nothing when one fails (each failure named)."""
+    with output:
+        reads, failures = _read_all(paths, opts, output)
+        if failures:
+            output.discard()
+            for f in failures:
+                err.print(f"[bold red]error:[/] {f}", markup=True, highlight=False)
+            err.print(f"{len(failures)} of {len(paths)} file(s) failed; nothing was "
+                      "written")
+            raise typer.Exit(2)
+        _warn_skipped(reads)
+        output.finish(reads, opts.interval_s)
 
 
 def _read_all(paths: list[Path], opts: _Options, output: ImportOutput
