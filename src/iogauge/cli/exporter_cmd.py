@@ -8,10 +8,15 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from types import FrameType
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from iogauge.cli.common import MEDIA_HELP, err, user_errors, warn
+from iogauge.cli.common import err, user_errors, warn
+from iogauge.cli.options import MediaOption, ProcfsRootOption, SysfsRootOption
+
+if TYPE_CHECKING:
+    from iogauge.exporter.service import Exporter, ExporterOptions
 
 
 @contextmanager
@@ -30,42 +35,53 @@ def _stop_on_signals() -> Iterator[threading.Event]:
             signal.signal(s, h)
 
 
+_DevicesArgument = Annotated[list[str] | None, typer.Argument(
+    help="Kernel device names (sda, nvme0n1, loop3). Default: every whole device that has "
+    "done I/O since boot, as iostat shows them.")]
+_ListenOption = Annotated[str, typer.Option(
+    "--listen", help="HOST:PORT of the /metrics endpoint ([::1]:9595 for IPv6).")]
+_NoHttpOption = Annotated[bool, typer.Option(
+    "--no-http", help="Serve no /metrics (with --textfile: node_exporter publishes the "
+    "file).")]
+_IntervalOption = Annotated[float, typer.Option(
+    "--interval", "-i", min=0.1, help="Seconds between samples of /proc/diskstats.")]
+_JudgeEveryOption = Annotated[float, typer.Option(
+    "--judge-every", min=0.0, help="Seconds between judgements of the window (each analyses "
+    "all of it: ~0.3 s of CPU for 15 min of 5 s samples of 9 devices); 0 = after every "
+    "sample.")]
+_WindowOption = Annotated[float, typer.Option(
+    "--window", "-w", min=1.0, help="Seconds of samples each judgement covers (a sliding "
+    "window; default 15 min).")]
+_TextfileOption = Annotated[Path | None, typer.Option(
+    "--textfile", help="Directory of node_exporter's textfile collector: iogauge.prom is "
+    "replaced there atomically after every judgement.", show_default=False)]
+_DbOption = Annotated[Path | None, typer.Option(
+    "--db", help="Judge what `iogauge record --db` writes to this store (this host's rows; "
+    "its live segments are read while it records) instead of sampling /proc/diskstats "
+    "here.", show_default=False)]
+_GuaranteeDbOption = Annotated[Path | None, typer.Option(
+    "--guarantee-db", help="Decision store of `iogauge guarantee` (its --db): its latest "
+    "floor, A's IOPS and B's limits are published while it runs. Default: the default "
+    "store, when it exists.", show_default=False)]
+_DurationOption = Annotated[float, typer.Option(
+    "--duration", "-d", min=0.0, help="Stop after this many seconds; 0 = until SIGINT "
+    "(Ctrl-C) or SIGTERM.")]
+
+
 def exporter(
-    devices: list[str] = typer.Argument(None, help="Kernel device names (sda, nvme0n1, "
-                                         "loop3). Default: every whole device that has done "
-                                         "I/O since boot, as iostat shows them."),
-    listen: str = typer.Option("127.0.0.1:9595", "--listen", help="HOST:PORT of the /metrics "
-                               "endpoint ([::1]:9595 for IPv6)."),
-    no_http: bool = typer.Option(False, "--no-http", help="Serve no /metrics (with "
-                                 "--textfile: node_exporter publishes the file)."),
-    interval: float = typer.Option(5.0, "--interval", "-i", min=0.1,
-                                   help="Seconds between samples of /proc/diskstats."),
-    judge_every: float = typer.Option(15.0, "--judge-every", min=0.0,
-                                      help="Seconds between judgements of the window (each "
-                                      "analyses all of it: ~0.3 s of CPU for 15 min of 5 s "
-                                      "samples of 9 devices); 0 = after every sample."),
-    window: float = typer.Option(900.0, "--window", "-w", min=1.0,
-                                 help="Seconds of samples each judgement covers (a sliding "
-                                 "window; default 15 min)."),
-    textfile: Path | None = typer.Option(None, "--textfile", help="Directory of "
-                                         "node_exporter's textfile collector: iogauge.prom is "
-                                         "replaced there atomically after every judgement.",
-                                         show_default=False),
-    db: Path | None = typer.Option(None, "--db", help="Judge what `iogauge record --db` "
-                                   "writes to this store (this host's rows; its live "
-                                   "segments are read while it records) instead of "
-                                   "sampling /proc/diskstats here.", show_default=False),
-    guarantee_db: Path | None = typer.Option(None, "--guarantee-db", help="Decision store of "
-                                             "`iogauge guarantee` (its --db): its latest "
-                                             "floor, A's IOPS and B's limits are published "
-                                             "while it runs. Default: the default store, "
-                                             "when it exists.", show_default=False),
-    media: list[str] = typer.Option(None, "--media", help=MEDIA_HELP),
-    duration: float = typer.Option(0.0, "--duration", "-d", min=0.0,
-                                   help="Stop after this many seconds; 0 = until SIGINT "
-                                   "(Ctrl-C) or SIGTERM."),
-    procfs_root: Path = typer.Option(Path("/proc"), hidden=True),
-    sysfs_root: Path = typer.Option(Path("/sys"), hidden=True),
+    devices: _DevicesArgument = None,
+    listen: _ListenOption = "127.0.0.1:9595",
+    no_http: _NoHttpOption = False,
+    interval: _IntervalOption = 5.0,
+    judge_every: _JudgeEveryOption = 15.0,
+    window: _WindowOption = 900.0,
+    textfile: _TextfileOption = None,
+    db: _DbOption = None,
+    guarantee_db: _GuaranteeDbOption = None,
+    media: MediaOption = None,
+    duration: _DurationOption = 0.0,
+    procfs_root: ProcfsRootOption = Path("/proc"),
+    sysfs_root: SysfsRootOption = Path("/sys"),
 ) -> None:
     """Publish each disk's verdict, service model and headroom as Prometheus metrics.
 
@@ -86,56 +102,69 @@ def exporter(
     # imported here, not at start-up: the exporter pulls in prometheus_client, and each
     # judgement the collector, polars and the analysis engine
     from iogauge.cli.analyze_cmd import parse_media
-    from iogauge.exporter.service import (
-        ExporterOptions,
-        make_exporter,
-        serve_http,
-        store_exporter,
-    )
+    from iogauge.exporter.service import ExporterOptions, make_exporter, store_exporter
 
     with user_errors():
-        if no_http and textfile is None:
-            raise typer.BadParameter("nothing to publish: give --textfile with --no-http",
-                                     param_hint="--no-http")
-        if textfile is not None and not textfile.is_dir():
-            raise typer.BadParameter(f"{textfile}: not a directory", param_hint="--textfile")
-        gdb = guarantee_db
-        if gdb is None:
-            from iogauge.store.duckdb_store import default_db_path
-
-            gdb = default_db_path()
+        _check_outputs(no_http, textfile)
         opts = ExporterOptions(interval_s=interval, window_s=window, judge_every_s=judge_every,
                                media=parse_media(media),
-                               guarantee_db=gdb, textfile_dir=textfile)
-
-        def say(line: str) -> None:
-            if line.startswith("warning: "):
-                warn(line.removeprefix("warning: "))
-            else:
-                err.print(line, markup=False)
-
+                               guarantee_db=_guarantee_db(guarantee_db), textfile_dir=textfile)
         if db is not None:
-            exp = store_exporter(db, devices or None, opts, say=say)
+            exp = store_exporter(db, devices or None, opts, say=_say)
         else:
             exp = make_exporter(devices or None, opts, procfs_root=procfs_root,
-                                sysfs_root=sysfs_root, say=say)
-        server = None
-        if not no_http:
-            server, _thread = serve_http(listen, lambda: exp.current)
-        where = [] if no_http else [f"http://{listen}/metrics"]
-        if textfile is not None:
-            where.append(str(textfile / "iogauge.prom"))
+                                sysfs_root=sysfs_root, say=_say)
         what = ", ".join(devices) if devices else "active devices"
         source = f"reading {db}" if db is not None else f"sampling {what}"
-        err.print(f"exporter: {source} every {interval:g} s, judging the last {window:g} s "
-                  f"every {max(judge_every, interval):g} s; publishing on "
-                  f"{' and '.join(where)}; Ctrl-C or SIGTERM stops", markup=False)
-        try:
-            with _stop_on_signals() as stop:
-                steps = exp.run(stop, duration or None)
-        finally:
-            if server is not None:
-                server.shutdown()
-                server.server_close()
-        err.print(f"exporter stopped after {steps} sample(s) and {exp.judgements} "
-                  "judgement(s)", markup=False)
+        _serve(exp, None if no_http else listen, textfile, source, opts, duration)
+
+
+def _check_outputs(no_http: bool, textfile: Path | None) -> None:
+    """Something to publish on, and a --textfile that is a directory."""
+    if no_http and textfile is None:
+        raise typer.BadParameter("nothing to publish: give --textfile with --no-http",
+                                 param_hint="--no-http")
+    if textfile is not None and not textfile.is_dir():
+        raise typer.BadParameter(f"{textfile}: not a directory", param_hint="--textfile")
+
+
+def _guarantee_db(given: Path | None) -> Path:
+    """--guarantee-db, else the default store."""
+    if given is not None:
+        return given
+    from iogauge.store.duckdb_store import default_db_path
+
+    return default_db_path()
+
+
+def _say(line: str) -> None:
+    if line.startswith("warning: "):
+        warn(line.removeprefix("warning: "))
+    else:
+        err.print(line, markup=False)
+
+
+def _serve(exp: Exporter, listen: str | None, textfile: Path | None, source: str,
+           opts: ExporterOptions, duration: float) -> None:
+    """Run the exporter until a signal or ``duration``, serving /metrics on ``listen``
+    (None: --no-http), then stop the HTTP server."""
+    from iogauge.exporter.service import serve_http
+
+    server = None
+    if listen is not None:
+        server, _thread = serve_http(listen, lambda: exp.current)
+    where = [] if listen is None else [f"http://{listen}/metrics"]
+    if textfile is not None:
+        where.append(str(textfile / "iogauge.prom"))
+    err.print(f"exporter: {source} every {opts.interval_s:g} s, judging the last "
+              f"{opts.window_s:g} s every {max(opts.judge_every_s, opts.interval_s):g} s; "
+              f"publishing on {' and '.join(where)}; Ctrl-C or SIGTERM stops", markup=False)
+    try:
+        with _stop_on_signals() as stop:
+            steps = exp.run(stop, duration or None)
+    finally:
+        if server is not None:
+            server.shutdown()
+            server.server_close()
+    err.print(f"exporter stopped after {steps} sample(s) and {exp.judgements} "
+              "judgement(s)", markup=False)
