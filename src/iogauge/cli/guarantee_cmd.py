@@ -16,12 +16,17 @@ from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from types import FrameType
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from iogauge.cli.common import err, out, user_errors
 from iogauge.cli.defaults import GUARANTEE_STATE_PATH as DEFAULT_STATE_PATH
+from iogauge.cli.options import ProcfsRootOption, SysfsRootOption
 from iogauge.guarantee import GuaranteeError
+
+if TYPE_CHECKING:
+    from iogauge.guarantee.config import GuaranteeConfig
 
 guarantee_app = typer.Typer(
     name="guarantee",
@@ -73,62 +78,81 @@ def _stop_on_signals(on_hup: Callable[[], None] | None = None) -> Iterator[threa
             signal.signal(s, h)
 
 
+_DeviceOption = Annotated[str | None, typer.Option(
+    "--device", help="Device to guarantee on: /dev/sdb, sdb, or 8:16. A partition means its "
+    "disk.")]
+_ProtectOption = Annotated[list[str] | None, typer.Option(
+    "--protect", help="CGROUP_DIR:IOPS — an absolute cgroup directory (v1 blkio or v2) and "
+    "the IOPS floor guaranteed to it; repeat for several.")]
+_ThrottleOption = Annotated[list[Path] | None, typer.Option(
+    "--throttle", help="Absolute cgroup directory that may be throttled; repeat for several "
+    "(they share B's budget by their recent I/O).")]
+_IntervalOption = Annotated[float | None, typer.Option(
+    "--interval", "-i", min=0.1, help="Seconds between decisions (default 1; [Oe] used "
+    "20).")]
+_PolicyOption = Annotated[str | None, typer.Option(
+    "--policy", help="adaptive (default: closed loop on A's IOPS) or paper ([Oe] §4 "
+    "exactly).")]
+_StateOption = Annotated[Path | None, typer.Option("--state", help=_STATE_HELP,
+                                                   show_default=False)]
+_DbOption = Annotated[Path | None, typer.Option("--db", help=_DB_HELP, show_default=False)]
+_DryRunOption = Annotated[bool, typer.Option(
+    "--dry-run", help="Print the limits that would be written; write nothing (no root needed "
+    "to read most cgroup files).")]
+_ConfigOption = Annotated[Path | None, typer.Option(
+    "--config", help="TOML file with the same settings (docs/guarantee.md); options override "
+    "it.")]
+_DurationOption = Annotated[float | None, typer.Option(
+    "--duration", "-d", min=0.1, help="Stop after this many seconds (default: until SIGTERM "
+    "or Ctrl-C).")]
+_BMinOption = Annotated[int | None, typer.Option(
+    "--b-min", min=1, help="Every throttled group keeps at least this many reads and writes "
+    "per second (default 1).")]
+_CapacityModelOption = Annotated[str | None, typer.Option(
+    "--capacity-model", help="auto (default: the service model `iogauge analyze` gives the "
+    "device's labels), util (one request at a time: %util is capacity) or latency (served "
+    "in parallel: latency knee); `iogauge analyze --media` terms.")]
+_CapacityIopsOption = Annotated[float | None, typer.Option(
+    "--capacity-iops", min=0.001, help="The device's capacity in IOPS if known: starting "
+    "estimate and up-front floor check.")]
+_OnInfeasibleOption = Annotated[str | None, typer.Option(
+    "--on-infeasible", help="warn (default: keep running, B at its minimum) or refuse (stop "
+    "and restore) when the floors exceed the device.")]
+_NoRecordOption = Annotated[bool, typer.Option(
+    "--no-record", help="Do not write decisions to the store.")]
+_ReserveIdleOption = Annotated[bool, typer.Option(
+    "--reserve-idle", help="Keep A's floor reserved while A does no I/O ([Oe] §4's "
+    "reservation). Default: while A is idle B may use the device, and A's floor is reserved "
+    "again as soon as A's I/O returns.")]
+_SampleIntervalOption = Annotated[float | None, typer.Option(
+    "--sample-interval", min=0.05, help="Seconds between looks at A's I/O while A is idle "
+    "and B open (default 0.2): A's wake-up is acted on this fast.")]
+_MountsFileOption = Annotated[Path, typer.Option(hidden=True)]
+
+
 @guarantee_app.callback()
 def guarantee(
     ctx: typer.Context,
-    device: str | None = typer.Option(None, "--device", help="Device to guarantee on: "
-                                      "/dev/sdb, sdb, or 8:16. A partition means its disk."),
-    protect: list[str] = typer.Option(None, "--protect", help="CGROUP_DIR:IOPS — an "
-                                      "absolute cgroup directory (v1 blkio or v2) and the IOPS "
-                                      "floor guaranteed to it; repeat for several."),
-    throttle: list[Path] = typer.Option(None, "--throttle", help="Absolute cgroup directory "
-                                        "that may be throttled; repeat for several (they "
-                                        "share B's budget by their recent I/O)."),
-    interval: float | None = typer.Option(None, "--interval", "-i", min=0.1,
-                                          help="Seconds between decisions (default 1; [Oe] "
-                                          "used 20)."),
-    policy: str | None = typer.Option(None, "--policy", help="adaptive (default: closed "
-                                      "loop on A's IOPS) or paper ([Oe] §4 exactly)."),
-    state: Path | None = typer.Option(None, "--state", help=_STATE_HELP, show_default=False),
-    db: Path | None = typer.Option(None, "--db", help=_DB_HELP, show_default=False),
-    dry_run: bool = typer.Option(False, "--dry-run", help="Print the limits that would be "
-                                 "written; write nothing (no root needed to read most "
-                                 "cgroup files)."),
-    config: Path | None = typer.Option(None, "--config", help="TOML file with the same "
-                                       "settings (docs/guarantee.md); options override it."),
-    duration: float | None = typer.Option(None, "--duration", "-d", min=0.1,
-                                          help="Stop after this many seconds (default: until "
-                                          "SIGTERM or Ctrl-C)."),
-    b_min: int | None = typer.Option(None, "--b-min", min=1, help="Every throttled group "
-                                     "keeps at least this many reads and writes per second "
-                                     "(default 1)."),
-    capacity_model: str | None = typer.Option(None, "--capacity-model", help="auto "
-                                              "(default: the service model `iogauge "
-                                              "analyze` gives the device's labels), util "
-                                              "(one request at a time: %util is capacity) "
-                                              "or latency (served in parallel: latency "
-                                              "knee); `iogauge analyze --media` terms."),
-    capacity_iops: float | None = typer.Option(None, "--capacity-iops", min=0.001,
-                                               help="The device's capacity in IOPS if known: "
-                                               "starting estimate and up-front floor check."),
-    on_infeasible: str | None = typer.Option(None, "--on-infeasible", help="warn (default: "
-                                             "keep running, B at its minimum) or refuse "
-                                             "(stop and restore) when the floors exceed "
-                                             "the device."),
-    no_record: bool = typer.Option(False, "--no-record", help="Do not write decisions to "
-                                   "the store."),
-    reserve_idle: bool = typer.Option(False, "--reserve-idle", help="Keep A's floor "
-                                      "reserved while A does no I/O ([Oe] §4's reservation). "
-                                      "Default: while A is idle B may use the device, and "
-                                      "A's floor is reserved again as soon as A's I/O "
-                                      "returns."),
-    sample_interval: float | None = typer.Option(None, "--sample-interval", min=0.05,
-                                                 help="Seconds between looks at A's I/O "
-                                                 "while A is idle and B open (default 0.2): "
-                                                 "A's wake-up is acted on this fast."),
-    procfs_root: Path = typer.Option(Path("/proc"), hidden=True),
-    sysfs_root: Path = typer.Option(Path("/sys"), hidden=True),
-    mounts_file: Path = typer.Option(Path("/proc/self/mounts"), hidden=True),
+    device: _DeviceOption = None,
+    protect: _ProtectOption = None,
+    throttle: _ThrottleOption = None,
+    interval: _IntervalOption = None,
+    policy: _PolicyOption = None,
+    state: _StateOption = None,
+    db: _DbOption = None,
+    dry_run: _DryRunOption = False,
+    config: _ConfigOption = None,
+    duration: _DurationOption = None,
+    b_min: _BMinOption = None,
+    capacity_model: _CapacityModelOption = None,
+    capacity_iops: _CapacityIopsOption = None,
+    on_infeasible: _OnInfeasibleOption = None,
+    no_record: _NoRecordOption = False,
+    reserve_idle: _ReserveIdleOption = False,
+    sample_interval: _SampleIntervalOption = None,
+    procfs_root: ProcfsRootOption = Path("/proc"),
+    sysfs_root: SysfsRootOption = Path("/sys"),
+    mounts_file: _MountsFileOption = Path("/proc/self/mounts"),
 ) -> None:
     """Keep protected cgroups above an IOPS floor by throttling the others.
 
@@ -151,7 +175,6 @@ def guarantee(
     # imported here, not at start-up: the configuration and the controller pull in polars
     # and numpy, which `release` and every other command do without
     from iogauge.guarantee.config import build_config, load_toml, parse_protect
-    from iogauge.guarantee.controller import Controller
 
     with user_errors():
         file_settings = load_toml(config) if config is not None else None
@@ -165,22 +188,35 @@ def guarantee(
             "record": False if no_record else None,
             "reserve_idle": reserve_idle or None, "sample_s": sample_interval,
         })
-        reload: Callable[[], Mapping[str, float]] | None = None
-        if config is not None:
-            cfg_path = config
+        _run(cfg, config, procfs_root=procfs_root, sysfs_root=sysfs_root,
+             mounts_file=mounts_file)
 
-            def _reload() -> Mapping[str, float]:
-                specs = load_toml(cfg_path).get("protect", ())
-                return {str(s.cgroup): s.iops for s in specs}
 
-            reload = _reload
-        controller = Controller(cfg, say=_say, procfs_root=procfs_root, sysfs_root=sysfs_root,
-                                mounts_file=mounts_file, reload_floors=reload)
-        with _stop_on_signals(None if reload is None else controller.request_reload) as stop:
-            summary = controller.run(stop)
-        err.print(summary.line(), markup=False)
-        if summary.restored is not None and not summary.restored.ok:
-            raise typer.Exit(1)
+def _run(cfg: GuaranteeConfig, config: Path | None, *, procfs_root: Path, sysfs_root: Path,
+         mounts_file: Path) -> None:
+    """Run the controller until a signal or --duration (with --config, SIGHUP re-reads the
+    floors); exit status 1 when the limits could not all be restored."""
+    from iogauge.guarantee.controller import Controller
+
+    reload = None if config is None else _floors_of(config)
+    controller = Controller(cfg, say=_say, procfs_root=procfs_root, sysfs_root=sysfs_root,
+                            mounts_file=mounts_file, reload_floors=reload)
+    with _stop_on_signals(None if reload is None else controller.request_reload) as stop:
+        summary = controller.run(stop)
+    err.print(summary.line(), markup=False)
+    if summary.restored is not None and not summary.restored.ok:
+        raise typer.Exit(1)
+
+
+def _floors_of(config: Path) -> Callable[[], Mapping[str, float]]:
+    """Reads the [[protect]] floors of the --config file again (on SIGHUP)."""
+    from iogauge.guarantee.config import load_toml
+
+    def reload() -> Mapping[str, float]:
+        specs = load_toml(config).get("protect", ())
+        return {str(s.cgroup): s.iops for s in specs}
+
+    return reload
 
 
 @guarantee_app.command("release")
@@ -220,7 +256,7 @@ def release(
 
 @guarantee_app.command("show")
 def show(
-    db: Path | None = typer.Option(None, "--db", help=_DB_HELP, show_default=False),
+    db: _DbOption = None,
     run: str | None = typer.Option(None, "--run", help="run_id to show (default: the "
                                    "latest run in the store)."),
     last: int = typer.Option(50, "--last", min=1, help="Show the last N decisions."),
