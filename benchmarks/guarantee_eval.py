@@ -54,6 +54,7 @@ from pathlib import Path
 from types import FrameType
 
 from iogauge.errors import IogaugeError
+from iogauge.lab.cgroup_rig import controller_capacity_model
 from iogauge.lab.guarantee_eval import (
     A_MET_GOAL,
     B_ORACLE_GOAL,
@@ -192,7 +193,8 @@ def main() -> int:
         return _stopped(exc)
     print()
     print(f"[Oe] evaluations on {res.device['path']} ({res.config.model}, "
-          f"{res.device['size_bytes'] / 1e12:.3g} TB), {res.config.seconds_per_minute:g} s per "
+          f"{res.device['size_bytes'] / 1e12:.3g} TB; controllers' capacity model "
+          f"{res.config.capacity_model}), {res.config.seconds_per_minute:g} s per "
           f"paper minute, {res.config.interval_s:g} s intervals, "
           f"{(time.monotonic() - t0) / 60:.1f} min")
     print("capacity on both partitions (IOPS at 100 % busy): " + ", ".join(
@@ -243,7 +245,7 @@ def _work_conservation(args: argparse.Namespace) -> int:
                                                         backing_dir=args.backing_dir))
                 for ctl in ctls:
                     cfg = IdleConfig(model=model, controller=ctl,  # type: ignore[arg-type]
-                                     capacity_model="latency" if model == "ssd" else "auto",
+                                     capacity_model=controller_capacity_model(model),
                                      idle_s=args.idle_s, wakeups=args.wakeups,
                                      interval_s=args.interval, backing_dir=args.backing_dir)
                     results.append(run_idle(cfg, dev=dev, say=_say))

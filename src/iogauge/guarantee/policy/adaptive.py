@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from iogauge.guarantee.policy.budget import (
     _clamp,
@@ -200,6 +200,11 @@ class AdaptivePolicy:
     # -- the step ------------------------------------------------------------------------
     def step(self, obs: Observation) -> Decision:
         p = self.params
+        if self.parallel and obs.await_ms is not None:
+            # An await too coarse to judge (a few I/Os, whole-ms kernel counters) is no
+            # latency at all: neither a baseline, nor a knee, nor room to probe.
+            obs = replace(obs, await_ms=self.lat.resolved(obs.await_ms,
+                                                          obs.iops * obs.interval_s))
         if obs.iops >= p.min_iops:
             self.seen += 1
         self._learn(obs)
@@ -353,14 +358,14 @@ class AdaptivePolicy:
         """A protected group showed demand: a completed I/O, a known demand, or (cgroup v2)
         a task stalled on I/O -- the one sign of I/O queued but not yet done (the kernel
         keeps no per-cgroup in-flight count)."""
-        p = self.params
-        for g in self.targets.protected:
-            go = obs.group(g)
-            if go.iops * obs.interval_s >= 0.5 or (go.demand_iops or 0.0) > 0.0:
-                return True
-            if go.stall_pct is not None and go.stall_pct >= p.idle_stall_pct:
-                return True
-        return False
+        return any(self._group_demand(obs.group(g), obs.interval_s)
+                   for g in self.targets.protected)
+
+    def _group_demand(self, go: GroupObservation, interval_s: float) -> bool:
+        """One protected group showed demand (see :meth:`_a_demand`)."""
+        if go.iops * interval_s >= 0.5 or (go.demand_iops or 0.0) > 0.0:
+            return True
+        return go.stall_pct is not None and go.stall_pct >= self.params.idle_stall_pct
 
     def _open(self, iv: _Interval) -> Decision:
         """A shows no demand: its floor is not reserved; B's limits open by
@@ -561,13 +566,17 @@ class AdaptivePolicy:
                 evidence = f"demand {go.demand_iops:.0f} IOPS"
             elif go.stall_pct is not None and go.stall_pct >= p.stall_demand_pct:
                 had, evidence = True, f"stalled on I/O {go.stall_pct:.0f} % of the time"
-            elif congested:
+            elif congested and self._group_demand(go, obs.interval_s):
                 had, evidence = True, "device congested"
             else:
                 had, evidence = False, ""
             if not had:
-                notes.append(f"{g} at {go.iops:.0f} < floor {floor:g} IOPS but the device is "
-                             "not congested: A's own choice, not a miss")
+                # No I/O completed and no stall is "no demand" (what opens B, step 7): a
+                # congested device does not make an idle A short.
+                why = ("the device is not congested" if not congested else
+                       "it completed no I/O and shows no stall: no demand")
+                notes.append(f"{g} at {go.iops:.0f} < floor {floor:g} IOPS but {why}: A's "
+                             "own choice, not a miss")
                 continue
             miss = True
             fr = self.a_read_share.get(g) or 0.5
