@@ -97,3 +97,49 @@ def test_a_few_ios_do_not_make_a_latency_knee() -> None:
     assert not any(d.state in (State.KNEE, State.PROTECT) for d in quiet)
     assert all((d.x_pct or 0.0) >= x_before - 1e-9 for d in quiet)
     assert all((d.capacity_iops or 0.0) >= 0.9 * cap_before for d in quiet)
+
+
+class _OwnQueue:
+    """A device on which A's floor alone queues: the lab ``ssd`` in the work-conservation
+    run, where A at its floor of 4,099 IOPS with B held at 1 read/s saw 2.9-4.5 ms against
+    a baseline of 0.7-1.3 ms, interval after interval. Here: 3,750 IOPS, 0.30 ms while A is
+    light, 4x that whenever A does 2,000 IOPS or more, whatever B does."""
+
+    cap = 3750.0
+
+    def __init__(self, a_iops: float) -> None:
+        self.a_iops = a_iops
+
+    def __call__(self, limit: GroupLimit) -> Observation:
+        b = 2750.0 if limit.iops is None else min(float(limit.iops), 2750.0)
+        a = self.a_iops
+        scale = min(1.0, 0.97 * self.cap / (a + b))
+        a, b = a * scale, b * scale
+        await_ms = 1.2 if a >= 2000 else 0.30
+        return Observation(1.0, None, (a + b) / 2, (a + b) / 2,
+                           {"A": GroupObservation(a / 2, a / 2),
+                            "B": GroupObservation(b / 2, b / 2)},
+                           await_ms=await_ms, aqu_sz=(a + b) * await_ms / 1000)
+
+
+def test_a_queue_of_as_own_does_not_drive_x_down() -> None:
+    # Evaluation 3's schedule on the lab ssd: A's floor 458, then 2,750, then 458 again.
+    t = Targets(protected={"A": 458.0}, throttled=("B",), limit_grid_iops=10,
+                device_parallel=True)
+    policy = make_policy("adaptive", t)
+    plant = _OwnQueue(458.0)
+    _drive(policy, plant, 10)
+    policy.set_floors({"A": 2750.0})
+    plant.a_iops = 2750.0
+    hard = _drive(policy, plant, 40)
+    # The knee cuts B to its minimum; from there on the queue is A's own: nothing to cut
+    # (before: X 2 points lower every interval, down to 20 %).
+    at_min = [k for k, d in enumerate(hard) if d.limits["B"] == GroupLimit(1, 1)]
+    assert at_min, [d.limits["B"] for d in hard]
+    x_at_min = hard[at_min[0]].x_pct or 0.0
+    assert all((d.x_pct or 0.0) >= x_at_min - 1e-9 for d in hard[at_min[0]:])
+    # A's floor falls back: B gets X's budget at once, not the scraps of an X cut to 20 %.
+    policy.set_floors({"A": 458.0})
+    plant.a_iops = 458.0
+    easy = _drive(policy, plant, 3)
+    assert (easy[-1].limits["B"].iops or 0) >= 0.5 * (x_at_min / 100 * 2750.0 - 458.0)

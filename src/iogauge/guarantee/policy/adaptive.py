@@ -180,6 +180,8 @@ class AdaptivePolicy:
         """
         self.targets = retargeted(self.targets, floors)
         self.ceiling = None
+        # So is the knee found under the old floors (its mix, A's share of the queue).
+        self.lat.ceiling = None
         self.futile = 0
         self.a_at_miss = None
         self._retargeted = True
@@ -258,6 +260,8 @@ class AdaptivePolicy:
         """The method that handles this interval, by what it showed."""
         if iv.drain and (iv.miss or iv.congested):
             return self._drain_interval
+        if (iv.miss or iv.congested) and self._b_at_minimum():
+            return self._nothing_to_cut
         if iv.miss and self.futile >= self.params.futile_after:
             return self._a_limited
         if iv.miss and self.stretch > 1.0:
@@ -282,6 +286,29 @@ class AdaptivePolicy:
         return State.PROTECT, (f"{iv.a_why} -- while the withdrawn stretch drains: X "
                                f"unchanged, B below X's budget by A's shortfall "
                                f"({iv.short_frac:.1%})")
+
+    def _b_at_minimum(self) -> bool:
+        """Every B group is held at ``b_min_iops`` in both directions: cutting B further is
+        not possible, so a shortfall or a queue is not B's doing."""
+        mn = self.targets.b_min_iops
+        return all(st.limit.riops is not None and st.limit.riops <= mn
+                   and st.limit.wiops is not None and st.limit.wiops <= mn
+                   for st in self.groups.values())
+
+    def _nothing_to_cut(self, iv: _Interval) -> tuple[State, str]:
+        """A miss or a knee with B already at its minimum: lowering X or the capacity
+        estimate would not give A anything, only keep B down once A's need falls (on the
+        lab's ``ssd`` A's floor alone held the latency past the knee, and each such interval
+        cut X by 2 points, down to 20 %: the next, lower floor then left B 8 % of the
+        device). X and the capacity estimate stay."""
+        self.healthy = 0
+        mn = self.targets.b_min_iops
+        if iv.miss:
+            return State.A_LIMITED, (f"{iv.a_why}, but B is at its minimum ({mn} IOPS per "
+                                     f"direction): nothing left to cut, X stays {self.x:.1%}")
+        return State.HOLD, (f"{iv.cong_why}, but B is at its minimum ({mn} IOPS per "
+                            "direction): the queue is not B's, X and the capacity estimate "
+                            "stay")
 
     def _a_limited(self, iv: _Interval) -> tuple[State, str]:
         return State.A_LIMITED, (f"{iv.a_why}, but {self.futile} cuts of B did not raise "
