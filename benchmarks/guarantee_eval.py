@@ -141,6 +141,9 @@ def _parser() -> argparse.ArgumentParser:
                     help="length of each try of the static-oracle search (default 20; "
                     "--quick: 0; 0: no search, B against the calibrated bound only)")
     ap.add_argument("--model", default="hdd", help="emulated device model (default hdd)")
+    ap.add_argument("--capacity-model", choices=("auto", "util", "latency"), default=None,
+                    help="the controllers' capacity model (default: what auto picks on the "
+                    "device the model stands for: latency for ssd and raid, else auto)")
     ap.add_argument("--interval", type=float, default=1.0,
                     help="sampling and decision interval in seconds (default 1)")
     ap.add_argument("--backing-dir", default="/var/tmp",
@@ -178,6 +181,7 @@ def main() -> int:
         base = QUICK if args.quick else EvalConfig()
         cfg = replace(base, evaluations=evals, controllers=ctls,  # type: ignore[arg-type]
                       model=args.model, interval_s=args.interval, backing_dir=args.backing_dir,
+                      capacity_model=args.capacity_model,
                       seconds_per_minute=args.seconds_per_minute or base.seconds_per_minute,
                       oracle_search_s=(base.oracle_search_s if args.oracle_search_s is None
                                        else args.oracle_search_s))
@@ -245,7 +249,8 @@ def _work_conservation(args: argparse.Namespace) -> int:
                                                         backing_dir=args.backing_dir))
                 for ctl in ctls:
                     cfg = IdleConfig(model=model, controller=ctl,  # type: ignore[arg-type]
-                                     capacity_model=controller_capacity_model(model),
+                                     capacity_model=(args.capacity_model
+                                                     or controller_capacity_model(model)),
                                      idle_s=args.idle_s, wakeups=args.wakeups,
                                      interval_s=args.interval, backing_dir=args.backing_dir)
                     results.append(run_idle(cfg, dev=dev, say=_say))
