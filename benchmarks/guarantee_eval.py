@@ -54,6 +54,7 @@ from pathlib import Path
 from types import FrameType
 
 from iogauge.errors import IogaugeError
+from iogauge.lab.cgroup_rig import controller_capacity_model
 from iogauge.lab.guarantee_eval import (
     A_MET_GOAL,
     B_ORACLE_GOAL,
@@ -140,6 +141,9 @@ def _parser() -> argparse.ArgumentParser:
                     help="length of each try of the static-oracle search (default 20; "
                     "--quick: 0; 0: no search, B against the calibrated bound only)")
     ap.add_argument("--model", default="hdd", help="emulated device model (default hdd)")
+    ap.add_argument("--capacity-model", choices=("auto", "util", "latency"), default=None,
+                    help="the controllers' capacity model (default: what auto picks on the "
+                    "device the model stands for: latency for ssd and raid, else auto)")
     ap.add_argument("--interval", type=float, default=1.0,
                     help="sampling and decision interval in seconds (default 1)")
     ap.add_argument("--backing-dir", default="/var/tmp",
@@ -177,6 +181,7 @@ def main() -> int:
         base = QUICK if args.quick else EvalConfig()
         cfg = replace(base, evaluations=evals, controllers=ctls,  # type: ignore[arg-type]
                       model=args.model, interval_s=args.interval, backing_dir=args.backing_dir,
+                      capacity_model=args.capacity_model,
                       seconds_per_minute=args.seconds_per_minute or base.seconds_per_minute,
                       oracle_search_s=(base.oracle_search_s if args.oracle_search_s is None
                                        else args.oracle_search_s))
@@ -192,7 +197,8 @@ def main() -> int:
         return _stopped(exc)
     print()
     print(f"[Oe] evaluations on {res.device['path']} ({res.config.model}, "
-          f"{res.device['size_bytes'] / 1e12:.3g} TB), {res.config.seconds_per_minute:g} s per "
+          f"{res.device['size_bytes'] / 1e12:.3g} TB; controllers' capacity model "
+          f"{res.config.capacity_model}), {res.config.seconds_per_minute:g} s per "
           f"paper minute, {res.config.interval_s:g} s intervals, "
           f"{(time.monotonic() - t0) / 60:.1f} min")
     print("capacity on both partitions (IOPS at 100 % busy): " + ", ".join(
@@ -243,7 +249,8 @@ def _work_conservation(args: argparse.Namespace) -> int:
                                                         backing_dir=args.backing_dir))
                 for ctl in ctls:
                     cfg = IdleConfig(model=model, controller=ctl,  # type: ignore[arg-type]
-                                     capacity_model="latency" if model == "ssd" else "auto",
+                                     capacity_model=(args.capacity_model
+                                                     or controller_capacity_model(model)),
                                      idle_s=args.idle_s, wakeups=args.wakeups,
                                      interval_s=args.interval, backing_dir=args.backing_dir)
                     results.append(run_idle(cfg, dev=dev, say=_say))

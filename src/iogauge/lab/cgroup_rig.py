@@ -19,12 +19,15 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from iogauge.errors import IogaugeError
 from iogauge.guarantee.actuators import DevNum
 from iogauge.guarantee.actuators.cgroup_v1 import CgroupV1
 from iogauge.lab.workloads import IoSize, Workload, fio_job
+
+if TYPE_CHECKING:
+    from iogauge.guarantee.config import CapacityModel
 
 #: The cgroup v1 blkio hierarchy the groups are created in.
 BLKIO_ROOT = Path("/sys/fs/cgroup/blkio")
@@ -198,6 +201,17 @@ def fio_text(jobs: Sequence[FioJob], filename: str, device_bytes: int, depth: in
     return "\n\n".join(out) + "\n"
 
 
+def controller_capacity_model(model: str) -> CapacityModel:
+    """The controller's capacity model for an emulated device of ``model``: what ``auto``
+    picks on the real device it stands for -- the latency knee on an SSD or a RAID set
+    (``ssd``/``raid`` profiles), %util on a disk. The emulated device is a loop device, which
+    ``auto`` takes for one spindle ([sysstat] iostat(1): %util is a capacity only there),
+    so left to ``auto`` the ``ssd`` would be run as a disk."""
+    from iogauge.lab.emu.models import model_kind  # noqa: PLC0415 - loads profiles
+
+    return "latency" if model_kind(model) in ("ssd", "raid") else "auto"
+
+
 def loadavg() -> float:
     try:
         return float(Path("/proc/loadavg").read_text().split()[0])
@@ -274,5 +288,5 @@ def first_io(hier: CgroupV1, cg: Path, devnum: DevNum, fio: FioProc,
 
 
 __all__ = ["BLKIO_ROOT", "CGROUP_PREFIX", "ControllerThread", "EvalError", "FioJob", "FioProc",
-           "cgroup_pair", "fio_text", "first_io", "leftover_cgroups", "loadavg", "paced",
-           "preflight", "read_stat", "remove_cgroup", "start_fio"]
+           "cgroup_pair", "controller_capacity_model", "fio_text", "first_io", "leftover_cgroups",
+           "loadavg", "paced", "preflight", "read_stat", "remove_cgroup", "start_fio"]

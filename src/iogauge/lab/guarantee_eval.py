@@ -98,7 +98,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from iogauge.errors import IogaugeError
 from iogauge.guarantee.actuators import IO_KEYS, resolve_device
@@ -112,6 +112,7 @@ from iogauge.lab.cgroup_rig import (
     EvalError,
     FioJob,
     cgroup_pair,
+    controller_capacity_model,
     fio_text,
     first_io,
     leftover_cgroups,
@@ -148,7 +149,10 @@ from iogauge.lab.guarantee_schedule import (
     split_rate,
     static_limit_candidates,
 )
-from iogauge.lab.workloads import PAPER_SEC3_WORKLOADS, oe_paper
+from iogauge.lab.workloads import PAPER_SEC3_WORKLOADS, Workload, oe_paper
+
+if TYPE_CHECKING:
+    from iogauge.guarantee.config import CapacityModel
 
 # ---- configuration ------------------------------------------------------------------------
 
@@ -174,6 +178,9 @@ class EvalConfig:
             (:func:`search_static_oracle`); 0: no search (B is compared with the
             calibrated bound only).
         backing_dir: where the emulated device's sparse backing file goes.
+        capacity_model: the controllers' capacity model; None: the one ``auto`` picks on
+            the real device the model stands for (``latency`` for the ``ssd``,
+            :func:`~iogauge.lab.cgroup_rig.controller_capacity_model`).
     """
 
     model: str = "hdd"
@@ -190,8 +197,11 @@ class EvalConfig:
     met_frac: float = A_MET_GOAL
     oracle_search_s: float = 20.0
     backing_dir: str = "/var/tmp"  # noqa: S108 (the lab makes a fresh mkdtemp dir in it)
+    capacity_model: CapacityModel | None = None
 
     def __post_init__(self) -> None:
+        if self.capacity_model is None:
+            object.__setattr__(self, "capacity_model", controller_capacity_model(self.model))
         bad = [e for e in self.evaluations if e not in PAPER_EVALUATIONS]
         if bad or not self.evaluations:
             raise ValueError(f"evaluations must be among 1, 2, 3; got {self.evaluations}")
@@ -304,6 +314,26 @@ class _Reading:
         s.b_wiops.append(math.nan if lim.wiops is None else float(lim.wiops))
 
 
+def phase_jobs(name: str, workload: Workload, phases: Sequence[ScaledPhase],
+               caps: Callable[[ScaledPhase], tuple[int, int]], tail_s: float) -> list[FioJob]:
+    """One fio job per phase, capped at ``caps(phase)`` (reads, writes per second), the
+    last one running ``tail_s`` past the schedule's end: the sampling's last
+    interval ends when its sleep wakes, on a loaded machine up to 0.5 s late (an interval
+    of 1.15 s on the ``ssd`` at load 17), and with fio already stopped A's I/Os of that
+    interval counted against ``floor x dt`` -- a "miss" of the clock, not of the
+    controller (the run is stopped, and fio killed, at the schedule's end).
+
+    B's demand is the same in every phase of [Oe]'s tables; a job per phase keeps it
+    general.
+    """
+    out: list[FioJob] = []
+    for k, p in enumerate(phases):
+        extra = tail_s if k == len(phases) - 1 else 0.0
+        out.append(FioJob(f"{name}-phase{k + 1}", workload, p.start_s, p.duration_s + extra,
+                          *caps(p)))
+    return out
+
+
 def run_once(dev: str, device_bytes: int, ev: Evaluation, phases: Sequence[ScaledPhase],
              controller: str, cfg: EvalConfig, workdir: Path, tag: str, *,
              static_limit: tuple[int, int] | None = None,
@@ -316,12 +346,9 @@ def run_once(dev: str, device_bytes: int, ev: Evaluation, phases: Sequence[Scale
     a_wl = paced(PAPER_SEC3_WORKLOADS[ev.a_workload]("A", threads=1))
     b_wl = paced(PAPER_SEC3_WORKLOADS[ev.b_workload]("B", threads=1, group="B"))
     total_s = phases[-1].end_s
-    a_jobs = [FioJob(f"a-phase{k + 1}", a_wl, p.start_s, p.duration_s, p.a_riops, p.a_wiops)
-              for k, p in enumerate(phases)]
-    # B's demand is the same in every phase of the paper's tables; a job per phase keeps it
-    # general.
-    b_jobs = [FioJob(f"b-phase{k + 1}", b_wl, p.start_s, p.duration_s, p.b_riops, p.b_wiops)
-              for k, p in enumerate(phases)]
+    tail_s = 2 * cfg.interval_s
+    a_jobs = phase_jobs("a", a_wl, phases, lambda p: (p.a_riops, p.a_wiops), tail_s)
+    b_jobs = phase_jobs("b", b_wl, phases, lambda p: (p.b_riops, p.b_wiops), tail_s)
     res = RunResult(ev.number, controller, list(phases), static_limit, Samples())
     load0 = loadavg()
     lines = res.controller_lines
@@ -337,7 +364,8 @@ def run_once(dev: str, device_bytes: int, ev: Evaluation, phases: Sequence[Scale
             state_dir = Path(stack.enter_context(tempfile.TemporaryDirectory(
                 prefix="iogauge-eval-state-")))
             ctl = ControllerThread(controller, dev, a_cg, b_cg, phases[0].a_floor_iops,
-                                    cfg.interval_s, state_dir, lines.append)
+                                    cfg.interval_s, state_dir, lines.append,
+                                    capacity_model=cfg.capacity_model or "auto")
         fio_a = stack.enter_context(start_fio(
             fio_text(a_jobs, dev, device_bytes, cfg.depth), workdir, f"{tag}-a", a_cg))
         # The phases are fio's clock, not ours: its jobs start by startdelay from fio's own
@@ -726,7 +754,8 @@ __all__ = [
     "PhaseCalibration", "PhaseMetrics", "RunMetrics", "RunResult", "Samples", "ScaledPhase",
     "calibrate_phases", "cgroup_pair", "fio_text", "floor_met", "grid_oracle_b_iops",
     "largest_good", "leftover_cgroups",
-    "measure_capacity", "oracle_b_iops", "paced", "phase_of", "preflight", "remove_cgroup",
+    "measure_capacity", "oracle_b_iops", "paced", "phase_jobs", "phase_of", "preflight",
+    "remove_cgroup",
     "results_markdown", "results_table", "run_evaluations", "run_metrics", "run_once",
     "scale_schedule", "search_static_oracle", "settle_index", "split_rate",
     "static_limit_candidates",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from iogauge.guarantee.policy.budget import (
     _clamp,
@@ -180,6 +180,8 @@ class AdaptivePolicy:
         """
         self.targets = retargeted(self.targets, floors)
         self.ceiling = None
+        # So is the knee found under the old floors (its mix, A's share of the queue).
+        self.lat.ceiling = None
         self.futile = 0
         self.a_at_miss = None
         self._retargeted = True
@@ -200,6 +202,11 @@ class AdaptivePolicy:
     # -- the step ------------------------------------------------------------------------
     def step(self, obs: Observation) -> Decision:
         p = self.params
+        if self.parallel and obs.await_ms is not None:
+            # An await too coarse to judge (a few I/Os, whole-ms kernel counters) is no
+            # latency at all: neither a baseline, nor a knee, nor room to probe.
+            obs = replace(obs, await_ms=self.lat.resolved(obs.await_ms,
+                                                          obs.iops * obs.interval_s))
         if obs.iops >= p.min_iops:
             self.seen += 1
         self._learn(obs)
@@ -253,6 +260,8 @@ class AdaptivePolicy:
         """The method that handles this interval, by what it showed."""
         if iv.drain and (iv.miss or iv.congested):
             return self._drain_interval
+        if (iv.miss or iv.congested) and self._b_at_minimum():
+            return self._nothing_to_cut
         if iv.miss and self.futile >= self.params.futile_after:
             return self._a_limited
         if iv.miss and self.stretch > 1.0:
@@ -277,6 +286,29 @@ class AdaptivePolicy:
         return State.PROTECT, (f"{iv.a_why} -- while the withdrawn stretch drains: X "
                                f"unchanged, B below X's budget by A's shortfall "
                                f"({iv.short_frac:.1%})")
+
+    def _b_at_minimum(self) -> bool:
+        """Every B group is held at ``b_min_iops`` in both directions: cutting B further is
+        not possible, so a shortfall or a queue is not B's doing."""
+        mn = self.targets.b_min_iops
+        return all(st.limit.riops is not None and st.limit.riops <= mn
+                   and st.limit.wiops is not None and st.limit.wiops <= mn
+                   for st in self.groups.values())
+
+    def _nothing_to_cut(self, iv: _Interval) -> tuple[State, str]:
+        """A miss or a knee with B already at its minimum: lowering X or the capacity
+        estimate would not give A anything, only keep B down once A's need falls (on the
+        lab's ``ssd`` A's floor alone held the latency past the knee, and each such interval
+        cut X by 2 points, down to 20 %: the next, lower floor then left B 8 % of the
+        device). X and the capacity estimate stay."""
+        self.healthy = 0
+        mn = self.targets.b_min_iops
+        if iv.miss:
+            return State.A_LIMITED, (f"{iv.a_why}, but B is at its minimum ({mn} IOPS per "
+                                     f"direction): nothing left to cut, X stays {self.x:.1%}")
+        return State.HOLD, (f"{iv.cong_why}, but B is at its minimum ({mn} IOPS per "
+                            "direction): the queue is not B's, X and the capacity estimate "
+                            "stay")
 
     def _a_limited(self, iv: _Interval) -> tuple[State, str]:
         return State.A_LIMITED, (f"{iv.a_why}, but {self.futile} cuts of B did not raise "
@@ -353,14 +385,14 @@ class AdaptivePolicy:
         """A protected group showed demand: a completed I/O, a known demand, or (cgroup v2)
         a task stalled on I/O -- the one sign of I/O queued but not yet done (the kernel
         keeps no per-cgroup in-flight count)."""
-        p = self.params
-        for g in self.targets.protected:
-            go = obs.group(g)
-            if go.iops * obs.interval_s >= 0.5 or (go.demand_iops or 0.0) > 0.0:
-                return True
-            if go.stall_pct is not None and go.stall_pct >= p.idle_stall_pct:
-                return True
-        return False
+        return any(self._group_demand(obs.group(g), obs.interval_s)
+                   for g in self.targets.protected)
+
+    def _group_demand(self, go: GroupObservation, interval_s: float) -> bool:
+        """One protected group showed demand (see :meth:`_a_demand`)."""
+        if go.iops * interval_s >= 0.5 or (go.demand_iops or 0.0) > 0.0:
+            return True
+        return go.stall_pct is not None and go.stall_pct >= self.params.idle_stall_pct
 
     def _open(self, iv: _Interval) -> Decision:
         """A shows no demand: its floor is not reserved; B's limits open by
@@ -561,13 +593,17 @@ class AdaptivePolicy:
                 evidence = f"demand {go.demand_iops:.0f} IOPS"
             elif go.stall_pct is not None and go.stall_pct >= p.stall_demand_pct:
                 had, evidence = True, f"stalled on I/O {go.stall_pct:.0f} % of the time"
-            elif congested:
+            elif congested and self._group_demand(go, obs.interval_s):
                 had, evidence = True, "device congested"
             else:
                 had, evidence = False, ""
             if not had:
-                notes.append(f"{g} at {go.iops:.0f} < floor {floor:g} IOPS but the device is "
-                             "not congested: A's own choice, not a miss")
+                # No I/O completed and no stall is "no demand" (what opens B, step 7): a
+                # congested device does not make an idle A short.
+                why = ("the device is not congested" if not congested else
+                       "it completed no I/O and shows no stall: no demand")
+                notes.append(f"{g} at {go.iops:.0f} < floor {floor:g} IOPS but {why}: A's "
+                             "own choice, not a miss")
                 continue
             miss = True
             fr = self.a_read_share.get(g) or 0.5

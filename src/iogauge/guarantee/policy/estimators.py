@@ -95,6 +95,16 @@ class _LatencyCapacity:
                 >= self.p.regime_change_ratio):
             self.ceiling = None  # a new workload: forget the old knee
 
+    def resolved(self, await_ms: float | None, ios: float) -> float | None:
+        """``await_ms`` if the ``ios`` I/Os it averages pin it down to
+        ``latency_resolution`` of the baseline (of itself before there is one), else None:
+        the kernel's I/O time is whole milliseconds, so it is uncertain by 2 ms / ios
+        (``AdaptiveParams.latency_resolution``)."""
+        if await_ms is None or ios <= 0:
+            return None
+        ref = self.l0 if self.l0 is not None else await_ms
+        return await_ms if 2.0 / ios <= self.p.latency_resolution * ref else None
+
     def latency_ratio(self, await_ms: float | None) -> float | None:
         if await_ms is None or self.l0 is None:
             return None

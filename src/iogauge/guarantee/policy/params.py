@@ -88,6 +88,14 @@ class AdaptiveParams:
             probing never pushes A into queueing).
         baseline_drift: latency mode: how fast the baseline await follows higher values
             (per interval), so a new workload with inherently slower I/O is relearned.
+        latency_resolution: latency mode: an interval's await is used (baseline,
+            congestion, probe) only when its uncertainty is at most this share of the
+            baseline (of the await itself before there is one). The kernel counts I/O time
+            in whole milliseconds ([iostats]: fields 4 and 8), so the await of n I/Os is
+            uncertain by up to 2 ms / n: one I/O in a second on the lab's ``ssd`` read
+            0.00 or 1.00 ms against a 0.30 ms baseline, a "knee" at 3x that cut X to its
+            minimum while the device was idle. 0.1 keeps the error well inside the
+            probe (1.5x) and knee (2x) margins.
         probe_step: latency mode: relative increase of the capacity estimate per healthy
             interval in which B used its whole allowance.
         write_cost_factor: latency mode: a write costs this many reads (e.g. 4 for RAID-5's
@@ -172,6 +180,7 @@ class AdaptiveParams:
     knee_latency_factor: float = 2.0
     probe_latency_factor: float = 1.5
     baseline_drift: float = 0.01
+    latency_resolution: float = 0.1
     probe_step: float = 0.1
     write_cost_factor: float = 1.0
     miss_gain: float = 1.0
@@ -210,6 +219,9 @@ class AdaptiveParams:
                                  f"{self.x_min_pct}/{getattr(self, top)}")
         if not 1 < self.probe_latency_factor < self.knee_latency_factor:
             raise ValueError("need 1 < probe_latency_factor < knee_latency_factor")
+        if not 0 < self.latency_resolution < 1:
+            raise ValueError(f"latency_resolution must be in (0, 1), got "
+                             f"{self.latency_resolution}")
         if not 0 < self.ewma_alpha <= 1:
             raise ValueError(f"ewma_alpha must be in (0, 1], got {self.ewma_alpha}")
         if not 0 < self.step_down_frac < 1 or self.step_up_frac <= 0:
