@@ -219,7 +219,7 @@ def _derived(frame: pl.DataFrame, keys: tuple[str, ...], window_s: float) -> pl.
 def _grid(presence: pl.DataFrame, keys: tuple[str, ...], window_s: float) -> pl.DataFrame:
     """Every window end from each device's first to its last window with data."""
     step_ms = round(window_s * 1000)
-    spans = presence.drop_nulls().group_by(list(keys)).agg(
+    spans = presence.group_by(list(keys)).agg(
         pl.col("ts_ms").min().alias("lo"), pl.col("ts_ms").max().alias("hi"))
     return (spans.with_columns(pl.int_ranges("lo", pl.col("hi") + 1, step_ms).alias("ts_ms"))
             .drop("lo", "hi").explode("ts_ms"))
