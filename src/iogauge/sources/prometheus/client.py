@@ -83,7 +83,6 @@ class PromClient:
     backoff_s: float = 1.0
     sleep: Callable[[float], None] = time.sleep
     env: Mapping[str, str] | None = None
-    requests: int = 0
 
     def __post_init__(self) -> None:
         parts = urllib.parse.urlsplit(self.url)
@@ -147,7 +146,6 @@ class PromClient:
 
     def _once(self, req: urllib.request.Request, url: str) -> Any:
         """The decoded ``data`` of one request, or a :class:`_Retry` saying why to retry."""
-        self.requests += 1
         try:
             with urllib.request.urlopen(req, timeout=self.timeout_s) as resp:  # noqa: S310 - http(s) only, checked above
                 raw = resp.read()
