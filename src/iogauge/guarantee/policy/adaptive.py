@@ -16,6 +16,7 @@ from iogauge.guarantee.policy.budget import (
     split_budget,
 )
 from iogauge.guarantee.policy.estimators import (
+    KneeEpisode,
     _GroupState,
     _LatencyCapacity,
     _UtilCosts,
@@ -111,6 +112,13 @@ class AdaptivePolicy(WorkConservation):
         self.seen = 0
         self.futile = 0
         self.a_at_miss: float | None = None
+        #: Latency mode: the knees since the device was last calm (:class:`KneeEpisode`).
+        self.knees: KneeEpisode | None = None
+        #: False once A missed after knee cuts were undone: until the floors change, knees
+        #: are not undone again (the undone cuts were A's protection after all).
+        self.undo_knees = True
+        #: X and the capacity estimate the undone knee cuts had reached.
+        self.undone: tuple[float, float | None] | None = None
         self.groups = {g: _GroupState() for g in targets.throttled}
         self.a_read_share: dict[str, float | None] = dict.fromkeys(targets.protected)
         self._warned: str | None = None
@@ -152,8 +160,13 @@ class AdaptivePolicy(WorkConservation):
         """
         self.targets = retargeted(self.targets, floors)
         self.ceiling = None
-        # So is the knee found under the old floors (its mix, A's share of the queue).
+        # So is the knee found under the old floors (its mix, A's share of the queue), and
+        # the await knee cuts could not lower.
         self.lat.ceiling = None
+        self.lat.floor_ms = None
+        self.knees = None
+        self.undo_knees = True
+        self.undone = None
         self.futile = 0
         self.a_at_miss = None
         self._retargeted = True
@@ -193,6 +206,7 @@ class AdaptivePolicy(WorkConservation):
             return self._finish(iv, *self._wake(iv))
         handler = self._handler(iv)
         state, why = handler(iv)
+        self._watch_knees(iv, state)
         if state in (State.PROTECT, State.A_LIMITED):
             self.a_streak = 0
         else:
@@ -211,7 +225,10 @@ class AdaptivePolicy(WorkConservation):
         """What the interval says: A's status, the device's, B's, and A's demand."""
         p = self.params
         congested, cong_why = self._congested(obs)
-        miss, short_frac, a_why = self._a_status(obs, congested, cr, cw)
+        # A's shortfall is the device's doing when the device queues against its baseline,
+        # even where knees are judged against a higher await (KneeEpisode).
+        queued = congested or self._past_baseline_knee(obs)
+        miss, short_frac, a_why = self._a_status(obs, queued, cr, cw)
         if self._grace and miss:
             # A delivered this interval's I/O under its old floor ([Oe]'s benchmark raises
             # A's load with its target), or while B's opened queue drained after A woke: a
@@ -316,6 +333,16 @@ class AdaptivePolicy(WorkConservation):
 
     def _knee(self, iv: _Interval) -> tuple[State, str]:
         p = self.params
+        if self.parallel:
+            t = self.lat.normalised(iv.obs.r_iops, iv.obs.w_iops)
+            ep = self.knees
+            if ep is None:
+                self.knees = KneeEpisode(t, self.x, self.lat.cap, self.ceiling,
+                                         self.lat.ceiling, self.lat.l0_at_ceiling)
+            elif self.undo_knees and t <= (1 - p.futile_knee_drop_pct / 100) * ep.t_first:
+                return self._undo_knees(iv, ep, t)
+            else:
+                ep.knees += 1
         x_old = self.x
         self._set_ceiling(x_old, iv.cr, iv.cw, iv.obs)
         self.x = max(p.x_min_pct / 100, x_old - p.knee_step_pct / 100)
@@ -326,6 +353,54 @@ class AdaptivePolicy(WorkConservation):
             self.lat.cap = max(min(self.lat.cap, t), 1.0)
         self.healthy = 0
         return State.KNEE, f"{iv.cong_why}; X {x_old:.1%} → {self.x:.1%}"
+
+    def _undo_knees(self, iv: _Interval, ep: KneeEpisode, t: float) -> tuple[State, str]:
+        """Knee cuts took ``futile_knee_drop_pct`` off the load and the await is still past
+        the knee, A at its floor all along: the await is this workload's, not a queue B's
+        limit controls (see :class:`KneeEpisode`). X, the capacity estimate and the
+        ceilings go back to where the first knee found them, and later knees are judged
+        against this await -- until A misses or the floors change."""
+        ratio = self.lat.latency_ratio(iv.obs.await_ms) or 0.0
+        ref = self.lat.reference_name()
+        self.undone = (self.x, self.lat.cap)
+        self.x = ep.x_before
+        self.lat.cap = ep.cap_before
+        self.ceiling = ep.ceiling_before
+        self.lat.ceiling = ep.lat_ceiling_before
+        self.lat.l0_at_ceiling = ep.l0_at_ceiling_before
+        self.lat.floor_ms = iv.obs.await_ms
+        self.knees = None
+        self.healthy = 0
+        cap = f"{self.lat.cap:.0f} IOPS" if self.lat.cap is not None else "unknown"
+        return State.KNEE_UNDONE, (
+            f"await {iv.obs.await_ms:.2f} ms still {ratio:.1f}x {ref} after "
+            f"{ep.knees} knee cut{'s' if ep.knees > 1 else ''} took the load from "
+            f"{ep.t_first:.0f} to {t:.0f} IOPS "
+            f"(-{1 - t / ep.t_first:.0%}), A at its floor: not a queue B's limit controls; "
+            f"cuts undone (X {self.x:.1%}, capacity estimate {cap}), the knee now judged "
+            f"against {iv.obs.await_ms:.2f} ms")
+
+    def _watch_knees(self, iv: _Interval, state: State) -> None:
+        """End the knee episode when the knees' cuts worked (``recover_after`` calm intervals)
+        or A missed (then the await knee cuts could not lower is forgotten too: a miss
+        says the device's queue does reach A; and knees are no longer undone until the
+        floors change, if it came after an undo)."""
+        if state is State.PROTECT:
+            if self.undone is not None:
+                # The undone cuts were A's protection after all: back to where they were.
+                x_cut, cap_cut = self.undone
+                self.x = min(self.x, x_cut)
+                if cap_cut is not None and self.lat.cap is not None:
+                    self.lat.cap = min(self.lat.cap, cap_cut)
+                self.undo_knees, self.undone = False, None
+            self.knees = None
+            self.lat.floor_ms = None
+            return
+        if self.knees is None or state is State.KNEE:
+            return
+        self.knees.calm = 0 if iv.congested else self.knees.calm + 1
+        if self.knees.calm >= self.params.recover_after:
+            self.knees = None
 
     def _healthy(self, iv: _Interval) -> tuple[State, str]:
         """A fine, device not congested (or B stretched): X may recover, capacity probe."""
@@ -346,8 +421,9 @@ class AdaptivePolicy(WorkConservation):
                                              f"{self.x:.1%}")
             elif self.parallel and self._probe(iv.obs):
                 state, why = State.PROBE, (f"latency {iv.obs.await_ms:.2f} ms below "
-                                           f"{p.probe_latency_factor:g}x baseline "
-                                           f"{self.lat.l0:.2f} ms and B at its limit: capacity "
+                                           f"{p.probe_latency_factor:g}x "
+                                           f"{self.lat.reference_name()} and B at its limit: "
+                                           "capacity "
                                            f"estimate raised to {self.lat.cap:.0f} IOPS")
             iv.cr, iv.cw = self._costs() or (iv.cr, iv.cw)
         return state, why
@@ -440,12 +516,20 @@ class AdaptivePolicy(WorkConservation):
         if self.parallel:
             ratio = self.lat.latency_ratio(obs.await_ms)
             if ratio is not None and ratio > p.knee_latency_factor:
-                return True, (f"await {obs.await_ms:.2f} ms is {ratio:.1f}x the baseline "
-                              f"{self.lat.l0:.2f} ms (knee at {p.knee_latency_factor:g}x)")
+                return True, (f"await {obs.await_ms:.2f} ms is {ratio:.1f}x "
+                              f"{self.lat.reference_name()} (knee at "
+                              f"{p.knee_latency_factor:g}x)")
             return False, ""
         if obs.util_pct is not None and obs.util_pct >= p.full_util_pct:
             return True, f"%util {obs.util_pct:.1f} ≥ {p.full_util_pct:g}: device saturated"
         return False, ""
+
+    def _past_baseline_knee(self, obs: Observation) -> bool:
+        """Latency mode: the await is past the knee of the baseline itself."""
+        l0 = self.lat.l0
+        return (self.parallel and obs.await_ms is not None and l0 is not None
+                and obs.iops >= self.params.min_iops
+                and obs.await_ms > self.params.knee_latency_factor * l0)
 
     def _a_status(self, obs: Observation, congested: bool, cr: float,
                   cw: float) -> tuple[bool, float, str]:

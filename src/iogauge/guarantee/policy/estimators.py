@@ -65,6 +65,9 @@ class _LatencyCapacity:
     the capacity is at most what it delivered. Below ``probe·l0`` with B using its whole
     allowance, the estimate may grow by ``probe_step`` (bounded by the ceiling found at the
     last knee or A-miss) — probing stops well before the knee, so it never queues A.
+
+    Knee and probe are judged against :meth:`reference`: the baseline, or the await that
+    knee cuts could not lower (``floor_ms``, see :class:`KneeEpisode`), whichever is higher.
     """
 
     def __init__(self, p: AdaptiveParams, hint: float | None) -> None:
@@ -73,6 +76,21 @@ class _LatencyCapacity:
         self.cap: float | None = hint
         self.ceiling: float | None = None
         self.l0_at_ceiling: float | None = None
+        #: The await knee cuts could not lower (None: none found since the floors changed
+        #: or A last missed).
+        self.floor_ms: float | None = None
+
+    def reference(self) -> float | None:
+        """The await the knee and the probe are multiples of."""
+        if self.l0 is None:
+            return None
+        return max(self.l0, self.floor_ms or 0.0)
+
+    def reference_name(self) -> str:
+        ref = self.reference()
+        if self.floor_ms is not None and ref == self.floor_ms:
+            return f"the await knee cuts could not lower, {ref:.2f} ms"
+        return f"the baseline {ref or 0.0:.2f} ms"
 
     def normalised(self, r: float, w: float) -> float:
         return r + self.p.write_cost_factor * w
@@ -106,14 +124,36 @@ class _LatencyCapacity:
         return await_ms if 2.0 / ios <= self.p.latency_resolution * ref else None
 
     def latency_ratio(self, await_ms: float | None) -> float | None:
-        if await_ms is None or self.l0 is None:
+        ref = self.reference()
+        if await_ms is None or ref is None:
             return None
-        return await_ms / self.l0
+        return await_ms / ref
 
     def costs(self) -> tuple[float, float] | None:
         if self.cap is None:
             return None
         return 1.0 / self.cap, self.p.write_cost_factor / self.cap
+
+
+@dataclass
+class KneeEpisode:
+    """The latency knees since the device was last calm, and what stood before the first.
+
+    A knee trims B because the device queues. If later knees find the await still past the
+    knee after B's cuts took ``futile_knee_drop_pct`` off the device's load -- A at its floor
+    throughout (a miss ends the episode) -- the await was not a queue B's limit controls
+    (on the lab's ``ssd``, [Oe] evaluation 3, 1.5-2.3 ms at 1,070-2,880 IOPS alike, while
+    each knee cut X and the capacity estimate again). Those cuts are undone.
+    """
+
+    t_first: float  # normalised IOPS at the first knee
+    x_before: float
+    cap_before: float | None
+    ceiling_before: float | None
+    lat_ceiling_before: float | None
+    l0_at_ceiling_before: float | None
+    knees: int = 1
+    calm: int = 0  # intervals since the last knee without congestion
 
 
 @dataclass

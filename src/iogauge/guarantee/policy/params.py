@@ -114,6 +114,11 @@ class AdaptiveParams:
             a new workload: the ceiling is dropped.
         futile_after: misses in a row without A's IOPS improving after which A is taken to
             be limited by itself, not by B (stop cutting B until A's IOPS moves).
+        futile_knee_drop_pct: latency mode: once knee cuts have taken this share off the
+            device's load (normalised IOPS at the first knee of an episode) and the await
+            is still past the knee, with A at its floor all along, the await is the
+            workload's, not a queue B's limit controls: the cuts are undone and later knees
+            are judged against that await (until A misses or the floors change).
         step_up_frac, step_down_frac: largest relative rise / fall of a limit per interval.
         step_min_iops: a limit may always move by at least this many IOPS (small limits).
         deadband_frac, deadband_iops: a computed limit closer than
@@ -191,6 +196,7 @@ class AdaptiveParams:
     ceiling_margin_pct: float = 2.0
     regime_change_ratio: float = 1.5
     futile_after: int = 3
+    futile_knee_drop_pct: float = 20.0
     step_up_frac: float = 0.25
     step_down_frac: float = 0.5
     step_min_iops: int = 4
@@ -234,6 +240,9 @@ class AdaptiveParams:
                 or self.stretch_after < 1 or self.restretch_after < 1:
             raise ValueError("recover_after, futile_after, warmup_intervals, stretch_after "
                              "and restretch_after must be >= 1")
+        if not 0 < self.futile_knee_drop_pct < 100:
+            raise ValueError(f"futile_knee_drop_pct must be in (0, 100), got "
+                             f"{self.futile_knee_drop_pct}")
         if self.idle_after < 1 or self.open_step <= 0 or self.open_lift_x <= 0:
             raise ValueError("need idle_after >= 1, open_step > 0 and open_lift_x > 0")
         if self.stretch_step < 0 or self.stretch_max < 1 or self.stretch_backoff < 0:

@@ -43,6 +43,8 @@ class State(StrEnum):
     PROBE = "probe"
     STRETCH = "stretch"
     A_LIMITED = "a-limited"
+    #: Latency knees whose cuts did not lower the await: the cuts undone.
+    KNEE_UNDONE = "knee-undone"
     INFEASIBLE = "infeasible"
     #: A shows no demand: its floor is not reserved, B's limit opens toward the device.
     OPEN = "open"
