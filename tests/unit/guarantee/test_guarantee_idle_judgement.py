@@ -193,3 +193,20 @@ def test_knee_cuts_that_do_not_lower_the_await_are_undone() -> None:
     # within the minute (at least 90 % over the last 20 s).
     b_served = [min(float(d.limits["B"].iops or 2751), 2751.0) for d in ds[-20:]]
     assert sum(b_served) / len(b_served) >= 0.9 * 2751.0, [d.limits["B"] for d in ds]
+
+
+def test_reserve_idle_keeps_as_floor_reserved_on_a_parallel_device() -> None:
+    # The lab ssd's work-conservation run: A (floor 3,349) idle, B alone 4,552 reads/s.
+    # --reserve-idle holds A's floor for it: B keeps what X of the device leaves, about
+    # 0.9 x 4,552 - 3,349 = 748 IOPS. Before, each probe raised the capacity estimate while
+    # B sat at its limit at a healthy latency, though the device served far less than the
+    # estimate: B ended with 97 % of what it got alone.
+    t = Targets(protected={"A": 3349.0}, throttled=("B",), limit_grid_iops=10,
+                device_parallel=True)
+    policy = make_policy("adaptive", t, adaptive=AdaptiveParams(reserve_idle=True))
+    ds = _drive(policy, _Ssd(), 40)
+    assert not any(d.a_miss for d in ds)
+    # (Before, on this plant too: B's limit 6,090 IOPS -- all it does alone -- until its
+    # own queue made a knee.)
+    b_limits = [d.limits["B"].iops or 0 for d in ds[1:]]
+    assert all(0 < b <= 0.25 * 4552 for b in b_limits), b_limits

@@ -657,6 +657,12 @@ class AdaptivePolicy(WorkConservation):
         new = self.lat.cap * (1 + p.probe_step * min(1.0, room))
         if self.lat.ceiling is not None:
             new = min(new, self.lat.ceiling * (1 - p.ceiling_margin_pct / 100))
+        # A probe claims at most a step beyond what the device served at target X: with A
+        # short of its floor (idle under --reserve-idle) the device served X's budget less
+        # A's unused share, and an estimate raised past that would hand B A's reservation
+        # (on the lab's ssd B alone got 97 % of the device with A's floor 74 % reserved).
+        served = self.lat.normalised(obs.r_iops, obs.w_iops)
+        new = min(new, served / self.x * (1 + p.probe_step))
         if new <= self.lat.cap:
             return False
         self.lat.cap = new
