@@ -60,7 +60,8 @@ GUARANTEE_COLUMNS: tuple[Column, ...] = (
            "floor in the interval.", True, "flag"),
     Column("state", pl.String(), "", "Policy state after the decision (paper: compute, "
            "counting, cut, update, reset, idle; adaptive: warmup, hold, protect, knee, "
-           "recover, probe, stretch, a-limited, infeasible).", True, "identity"),
+           "knee-undone, recover, probe, stretch, a-limited, infeasible, open, wake).", True,
+           "identity"),
     Column("reason", pl.String(), "", "The decision's arithmetic in one sentence.", True,
            "identity"),
     Column("warnings", pl.String(), "", "Warnings raised by this decision (infeasible floor "

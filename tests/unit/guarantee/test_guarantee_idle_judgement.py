@@ -210,3 +210,38 @@ def test_reserve_idle_keeps_as_floor_reserved_on_a_parallel_device() -> None:
     # own queue made a knee.)
     b_limits = [d.limits["B"].iops or 0 for d in ds[1:]]
     assert all(0 < b <= 0.25 * 4552 for b in b_limits), b_limits
+
+
+class _QueueAFeelsNot:
+    """The lab ``ssd`` in [Oe] evaluation 2's last phase (2026-12-06 22:36:45-22:37:24): A at
+    its floor of 2,049 IOPS throughout, B (8 in flight) wanting all it can get; the await
+    followed the load -- 3.34 ms at 4,871 IOPS, 1.0 ms at 3,300-4,000 -- against a 0.77 ms
+    baseline, yet the best static limit found by trying was none (B 4,104 IOPS, A at its
+    floor). Here: the first interval light (B starting, 0.77 ms), then 0.5 ms + 0.5 ms per
+    1,000 device IOPS, B at most 4,104, A served in full."""
+
+    def __init__(self) -> None:
+        self.started = False
+
+    def __call__(self, limit: GroupLimit) -> Observation:
+        half = 4104.0 / 2 if self.started else 300.0
+        br = half if limit.riops is None else min(float(limit.riops), half)
+        bw = half if limit.wiops is None else min(float(limit.wiops), half)
+        a = 2049.0
+        total = a + br + bw
+        await_ms = 0.5 + 0.5 * total / 1000 if self.started else 0.77
+        self.started = True
+        return Observation(1.0, None, a / 2 + br, a / 2 + bw,
+                           {"A": GroupObservation(a / 2, a / 2), "B": GroupObservation(br, bw)},
+                           await_ms=await_ms, aqu_sz=total * await_ms / 1000)
+
+
+def test_the_stretch_goes_past_a_latency_knee_a_does_not_feel() -> None:
+    t = Targets(protected={"A": 2049.0}, throttled=("B",), limit_grid_iops=10,
+                device_parallel=True)
+    ds = _drive(make_policy("adaptive", t), _QueueAFeelsNot(), 60)
+    assert State.STRETCH in [d.state for d in ds]
+    assert not any(d.a_miss for d in ds)
+    # Held below the knee (2 x 0.77 ms: ~2,100 device IOPS) B would get almost nothing.
+    b_served = [min(float(d.limits["B"].iops or 4104), 4104.0) for d in ds[-20:]]
+    assert sum(b_served) / len(b_served) >= 0.9 * 4104.0, [d.limits["B"] for d in ds]

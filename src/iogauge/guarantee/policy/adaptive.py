@@ -602,7 +602,7 @@ class AdaptivePolicy(WorkConservation):
         p = self.params
         hurt = self.stretch_budget_cap is not None
         need = p.restretch_after if hurt and self.stretch <= 1.0 else p.stretch_after
-        if p.stretch_step <= 0 or self.parallel or not b_constrained or self.a_streak < need:
+        if p.stretch_step <= 0 or not b_constrained or self.a_streak < need:
             return False
         new = min(self._stretch_limit(self._b_frac(cr, cw)),
                   self.stretch * (1 + p.stretch_step))
