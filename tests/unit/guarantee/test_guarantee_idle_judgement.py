@@ -245,3 +245,46 @@ def test_the_stretch_goes_past_a_latency_knee_a_does_not_feel() -> None:
     # Held below the knee (2 x 0.77 ms: ~2,100 device IOPS) B would get almost nothing.
     b_served = [min(float(d.limits["B"].iops or 4104), 4104.0) for d in ds[-20:]]
     assert sum(b_served) / len(b_served) >= 0.9 * 4104.0, [d.limits["B"] for d in ds]
+
+
+class _RoomBeyondTheEstimate:
+    """A device the policy starts out underrating (a capacity hint of 5,000 IOPS): A at its
+    floor of 4,183 alone, then B wanting 4,000 more. B's first interval queues A (3,000 of
+    its 4,183 at 3x the await: a miss); after that the await stays well under the knee at
+    any of these loads (0.30 ms + 0.03 ms per 1,000 device IOPS)."""
+
+    def __init__(self) -> None:
+        self.b_wants = 0.0
+        self.b_intervals = 0
+
+    def __call__(self, limit: GroupLimit) -> Observation:
+        half = self.b_wants / 2
+        br = half if limit.riops is None else min(float(limit.riops), half)
+        bw = half if limit.wiops is None else min(float(limit.wiops), half)
+        a = 4183.0
+        total = a + br + bw
+        await_ms = 0.30 + 0.03 * total / 1000
+        if self.b_wants and self.b_intervals == 0:
+            a, await_ms = 3000.0, 3 * await_ms
+            total = a + br + bw
+        self.b_intervals += 1 if self.b_wants else 0
+        return Observation(1.0, None, a / 2 + br, a / 2 + bw,
+                           {"A": GroupObservation(a / 2, a / 2), "B": GroupObservation(br, bw)},
+                           await_ms=await_ms, aqu_sz=total * await_ms / 1000)
+
+
+def test_a_stretch_of_no_budget_does_not_hold_back_recovery() -> None:
+    # On the lab ssd (evaluation 2, 23:05) after A's miss at its new floor, A's floor took
+    # more than X of the capacity estimate, so B's budget was nothing; stretched x4 it was
+    # still nothing, and while stretched neither X nor the estimate moved: B sat at 1 IOPS
+    # for 40 s at a healthy latency.
+    t = Targets(protected={"A": 4183.0}, throttled=("B",), limit_grid_iops=10,
+                device_parallel=True, capacity_hint_iops=5000.0)
+    policy = make_policy("adaptive", t)
+    plant = _RoomBeyondTheEstimate()
+    _drive(policy, plant, 3)
+    plant.b_wants = 4000.0
+    ds = _drive(policy, plant, 40)
+    assert ds[0].state is State.PROTECT
+    assert not any(d.a_miss for d in ds[1:])
+    assert (ds[-1].limits["B"].iops or 4000) >= 2000, [d.limits["B"] for d in ds]
