@@ -408,16 +408,9 @@ class AdaptivePolicy(WorkConservation):
         self.healthy += 1
         x_old = self.x
         state, why = State.HOLD, iv.a_why or "nothing to change"
-        if self.stretch > 1.0 and self._b_frac(iv.cr, iv.cw) <= 0:
-            # A stretch of no budget gives B nothing and would hold back the recovery and
-            # probes that can find B room (on the lab ssd, B held at 1 IOPS for 40 s).
-            self.stretch = 1.0
         # While B's budget is stretched X stays where it is: saturation is expected there,
-        # and only A's misses say anything -- unless the await is below the knee (latency
-        # mode), which a stretch does not make: then X and the estimate still learn, or a
-        # stretch of a small budget would hold B there.
-        learning = self.stretch <= 1.0 or (self.parallel and not iv.congested)
-        if iv.b_constrained and self.healthy >= p.recover_after and learning:
+        # and only A's misses say anything.
+        if iv.b_constrained and self.healthy >= p.recover_after and self.stretch <= 1.0:
             top = p.x_top_pct(self.parallel) / 100
             if self.ceiling is not None:
                 top = min(top, self.ceiling - p.ceiling_margin_pct / 100)
@@ -609,8 +602,7 @@ class AdaptivePolicy(WorkConservation):
         p = self.params
         hurt = self.stretch_budget_cap is not None
         need = p.restretch_after if hurt and self.stretch <= 1.0 else p.stretch_after
-        if p.stretch_step <= 0 or not b_constrained or self.a_streak < need \
-                or self._b_frac(cr, cw) <= 0:
+        if p.stretch_step <= 0 or self.parallel or not b_constrained or self.a_streak < need:
             return False
         new = min(self._stretch_limit(self._b_frac(cr, cw)),
                   self.stretch * (1 + p.stretch_step))

@@ -132,22 +132,22 @@ class AdaptiveParams:
         min_iops: intervals with fewer device IOPS than this do not update the estimates.
         stretch_after: intervals in a row with A at its floor before B's budget may be
             stretched beyond X (work conservation; see ``stretch_step``).
-        stretch_step: while A has met its floor for ``stretch_after`` intervals in a row
-            and B uses its whole limit, B's budget (X's) is multiplied by
-            ``1 + stretch_step`` per interval, saturated or congested device or not: %util
-            = 100 says the spindle is always busy, and an await past the latency knee that
-            the device queues, not whether A still gets its floor; A's delivered IOPS say
-            that (on the lab HDD an unthrottled B left A at its floor in evaluation 1,
-            where X held B to 78 % of what it got unthrottled; on the lab ``ssd`` the same
-            in evaluation 2's last phase at 2.5-3.3 ms, 2-3x the baseline). The first
+        stretch_step: util mode: while A has met its floor for ``stretch_after`` intervals
+            in a row and B uses its whole limit, B's budget (X's) is multiplied by
+            ``1 + stretch_step`` per interval, saturated device or not: %util = 100 says
+            the spindle is always busy, not whether A still gets its floor; A's delivered
+            IOPS say that (on the lab HDD an unthrottled B left A at its floor in
+            evaluation 1, where X held B to 78 % of what it got unthrottled). The first
             miss withdraws the stretch at once: for that interval B gets X's budget less
             what A fell short (so that A's backlog drains), and the interval after it --
             when the queue the stretch built is still draining -- neither cuts X nor sets
             a ceiling. Later stretches stop ``stretch_backoff`` steps below the level that
             hurt, and start again only after ``restretch_after`` intervals in a row with A
-            at its floor; until the floors or the workload change. 0 disables it. Its
-            price: a short interval for A per level found too high, and past the knee A's
-            I/Os queue behind B's, so A gets its IOPS at a higher latency than under X.
+            at its floor; until the floors or the workload change. 0 disables it. Not in
+            latency mode, where the knee is queueing (A's latency), not a busy rate. Its
+            price: a short interval for A per level found too high, and on a saturated
+            spindle A's I/Os queue behind B's, so A gets its IOPS at a higher latency than
+            under X.
         stretch_max: largest stretch of B's budget (a multiple of X's).
         stretch_backoff: steps (of ``stretch_step``) below a stretch that hurt A at which
             later stretches stop (until the floors or the workload change).
