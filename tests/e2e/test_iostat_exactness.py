@@ -384,12 +384,19 @@ def test_subsecond_samples_consistent_with_one_second(loaded: Loaded, iogauge_bi
                 ok = low * (1 - tol[name]) - 1e-9 <= ref <= high * (1 + tol[name]) + 1e-9
                 edge = f" (edges: {low:.2f}-{high:.2f})"
                 at_edges.add(name)
-            elif not ok and name in ("r_await", "w_await") and f"{name[0]}_count" in at_edges:
+            elif not ok and name in ("r_await", "w_await") and (
+                    f"{name[0]}_count" in at_edges
+                    or abs(total[name[0]] - one_s[name[0]]) > 0.01 * one_s[name[0]]):
                 # The two samplers' windows hold different I/Os (the counts matched only
-                # with the edge samples' I/Os: the samples were taken late, as when the VM
-                # is not given a CPU), so their mean latencies are of different I/Os.
-                ok = True
-                edge = " (other I/Os: not compared)"
+                # with the edge samples' I/Os, or differ by more than 1 %: the samples were
+                # taken late, as when the VM is not given a CPU; CI 2026-12-07: 301 against
+                # 310 reads, r_await 6.63 against 7.04 ms), so their mean latencies are of
+                # different I/Os; the latency totals must still lie within the edges.
+                ticks = f"{name[0]}ticks"
+                ok = (lo[ticks] * (1 - tol[name]) - 1e-9 <= one_s[ticks]
+                      <= hi[ticks] * (1 + tol[name]) + 1e-9)
+                edge = (f" (other I/Os: latency total {one_s[ticks]:.0f} ms within "
+                        f"{lo[ticks]:.0f}-{hi[ticks]:.0f})")
             cells.append(f"{name} {mine:.2f}/{ref:.2f}{edge}{'' if ok else ' FAIL'}")
             if not ok:
                 failures.append(f"window ending {b:.3f}: {name} sum of 0.1 s = {mine:.3f}, "
