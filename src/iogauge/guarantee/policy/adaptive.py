@@ -23,6 +23,7 @@ from iogauge.guarantee.policy.estimators import (
     learn_mix,
 )
 from iogauge.guarantee.policy.idle import WorkConservation, _Interval
+from iogauge.guarantee.policy.knees import LatencyKnees
 from iogauge.guarantee.policy.params import AdaptiveParams
 from iogauge.guarantee.policy.types import (
     Decision,
@@ -35,14 +36,16 @@ from iogauge.guarantee.policy.types import (
 )
 
 
-class AdaptivePolicy(WorkConservation):
+class AdaptivePolicy(WorkConservation, LatencyKnees):
     """Closed-loop guarantee (ours; the default). See the module docstring for the interface.
 
     Each interval:
 
     1. **Costs.** Util mode (single-spindle devices): read/write cost per IOPS from %util
        (:class:`_UtilCosts`). Latency mode (``Targets.device_parallel``): capacity from the
-       latency knee (:class:`_LatencyCapacity`), cost = 1/capacity (writes x a factor).
+       latency knee (:class:`_LatencyCapacity`), cost = 1/capacity (writes x a factor). The
+       knee is judged against the lowest await or, where the recent intervals fit one, the
+       device's await-vs-load curve at the interval's load (:mod:`.curve`).
     2. **A's status.** A protected group *misses* when it delivered less than
        ``floor·(1 - miss_tolerance)`` **and** it had demand: its ``demand_iops`` is known and
        at least that much, or (unknown demand) the device is congested or A's PSI stall is
@@ -51,10 +54,12 @@ class AdaptivePolicy(WorkConservation):
        by itself: cutting B further stops until A's IOPS moves.
     3. **Target X.** A miss lowers X by the busy share A fell short (x ``miss_gain``, at least
        ``knee_step_pct``, at most ``max_cut_pct``); congestion without a miss lowers it by
-       ``knee_step_pct``. Either sets a *ceiling*: X stays ``ceiling_margin_pct`` below the
-       level that hurt, until the cost per I/O changes by ``regime_change_ratio`` (a new
-       workload). Healthy for ``recover_after`` intervals with B at its limit, X rises by
-       ``recover_step_pct`` up to ``min(x_max, ceiling - margin)``.
+       ``knee_step_pct`` in util mode (in latency mode the capacity estimate falls to what
+       the device served instead, and X stays). Either sets a *ceiling*: X stays
+       ``ceiling_margin_pct`` below the level that hurt, until the cost per I/O changes by
+       ``regime_change_ratio`` (a new workload). Healthy for ``recover_after`` intervals
+       with B at its limit, X rises by ``recover_step_pct`` up to
+       ``min(x_max, ceiling - margin)``.
     4. **Budget.** B's share of the device = X - A's floors at their own costs; split among B
        groups by their recent use (EWMA; an idle group keeps ``min_share``), and within a
        group into reads and writes by its mix (a direction pinned at its limit while the
@@ -332,75 +337,19 @@ class AdaptivePolicy(WorkConservation):
         return State.PROTECT, f"{iv.a_why}; X {x_old:.1%} → {self.x:.1%}"
 
     def _knee(self, iv: _Interval) -> tuple[State, str]:
+        """Congested with A fine. Util mode: X down a step, its ceiling set. Latency mode:
+        the capacity estimate down to what the device served -- the estimate *is* the knee
+        there, and X the margin kept under it: cutting X too cut twice, and X's ceiling then
+        held B down for the rest of the floors' time ([Oe] evaluation 3 on the lab ``ssd``:
+        X 81 -> 75 % in three knees, B 275 of the 1,227 IOPS a static limit left it)."""
         p = self.params
-        if self.parallel:
-            t = self.lat.normalised(iv.obs.r_iops, iv.obs.w_iops)
-            ep = self.knees
-            if ep is None:
-                self.knees = KneeEpisode(t, self.x, self.lat.cap, self.ceiling,
-                                         self.lat.ceiling, self.lat.l0_at_ceiling)
-            elif self.undo_knees and t <= (1 - p.futile_knee_drop_pct / 100) * ep.t_first:
-                return self._undo_knees(iv, ep, t)
-            else:
-                ep.knees += 1
-        x_old = self.x
-        self._set_ceiling(x_old, iv.cr, iv.cw, iv.obs)
-        self.x = max(p.x_min_pct / 100, x_old - p.knee_step_pct / 100)
-        if self.parallel and self.lat.cap is not None:
-            t = self.lat.normalised(iv.obs.r_iops, iv.obs.w_iops)
-            self.lat.ceiling = self.lat.cap
-            self.lat.l0_at_ceiling = self.lat.l0
-            self.lat.cap = max(min(self.lat.cap, t), 1.0)
         self.healthy = 0
-        return State.KNEE, f"{iv.cong_why}; X {x_old:.1%} → {self.x:.1%}"
-
-    def _undo_knees(self, iv: _Interval, ep: KneeEpisode, t: float) -> tuple[State, str]:
-        """Knee cuts took ``futile_knee_drop_pct`` off the load and the await is still past
-        the knee, A at its floor all along: the await is this workload's, not a queue B's
-        limit controls (see :class:`KneeEpisode`). X, the capacity estimate and the
-        ceilings go back to where the first knee found them, and later knees are judged
-        against this await -- until A misses or the floors change."""
-        ratio = self.lat.latency_ratio(iv.obs.await_ms) or 0.0
-        ref = self.lat.reference_name()
-        self.undone = (self.x, self.lat.cap)
-        self.x = ep.x_before
-        self.lat.cap = ep.cap_before
-        self.ceiling = ep.ceiling_before
-        self.lat.ceiling = ep.lat_ceiling_before
-        self.lat.l0_at_ceiling = ep.l0_at_ceiling_before
-        self.lat.floor_ms = iv.obs.await_ms
-        self.knees = None
-        self.healthy = 0
-        cap = f"{self.lat.cap:.0f} IOPS" if self.lat.cap is not None else "unknown"
-        return State.KNEE_UNDONE, (
-            f"await {iv.obs.await_ms:.2f} ms still {ratio:.1f}x {ref} after "
-            f"{ep.knees} knee cut{'s' if ep.knees > 1 else ''} took the load from "
-            f"{ep.t_first:.0f} to {t:.0f} IOPS "
-            f"(-{1 - t / ep.t_first:.0%}), A at its floor: not a queue B's limit controls; "
-            f"cuts undone (X {self.x:.1%}, capacity estimate {cap}), the knee now judged "
-            f"against {iv.obs.await_ms:.2f} ms")
-
-    def _watch_knees(self, iv: _Interval, state: State) -> None:
-        """End the knee episode when the knees' cuts worked (``recover_after`` calm intervals)
-        or A missed (then the await knee cuts could not lower is forgotten too: a miss
-        says the device's queue does reach A; and knees are no longer undone until the
-        floors change, if it came after an undo)."""
-        if state is State.PROTECT:
-            if self.undone is not None:
-                # The undone cuts were A's protection after all: back to where they were.
-                x_cut, cap_cut = self.undone
-                self.x = min(self.x, x_cut)
-                if cap_cut is not None and self.lat.cap is not None:
-                    self.lat.cap = min(self.lat.cap, cap_cut)
-                self.undo_knees, self.undone = False, None
-            self.knees = None
-            self.lat.floor_ms = None
-            return
-        if self.knees is None or state is State.KNEE:
-            return
-        self.knees.calm = 0 if iv.congested else self.knees.calm + 1
-        if self.knees.calm >= self.params.recover_after:
-            self.knees = None
+        if not self.parallel:
+            x_old = self.x
+            self._set_ceiling(x_old, iv.cr, iv.cw, iv.obs)
+            self.x = max(p.x_min_pct / 100, x_old - p.knee_step_pct / 100)
+            return State.KNEE, f"{iv.cong_why}; X {x_old:.1%} → {self.x:.1%}"
+        return self._latency_knee(iv)
 
     def _healthy(self, iv: _Interval) -> tuple[State, str]:
         """A fine, device not congested (or B stretched): X may recover, capacity probe."""
@@ -420,9 +369,10 @@ class AdaptivePolicy(WorkConservation):
                                              f"intervals, B at its limit: X {x_old:.1%} → "
                                              f"{self.x:.1%}")
             elif self.parallel and self._probe(iv.obs):
+                t = self.lat.normalised(iv.obs.r_iops, iv.obs.w_iops)
                 state, why = State.PROBE, (f"latency {iv.obs.await_ms:.2f} ms below "
                                            f"{p.probe_latency_factor:g}x "
-                                           f"{self.lat.reference_name()} and B at its limit: "
+                                           f"{self.lat.reference_name(t)} and B at its limit: "
                                            "capacity "
                                            f"estimate raised to {self.lat.cap:.0f} IOPS")
             iv.cr, iv.cw = self._costs() or (iv.cr, iv.cw)
@@ -461,10 +411,11 @@ class AdaptivePolicy(WorkConservation):
             if obs.util_pct is not None and not self.parallel:
                 self.util_costs.update(obs.r_iops, obs.w_iops, _clamp(obs.util_pct, 0, 100) / 100)
             if self.parallel:
+                t = self.lat.normalised(obs.r_iops, obs.w_iops)
                 if obs.await_ms is not None:
                     self.lat.observe_latency(obs.await_ms, obs.aqu_sz)
-                t = self.lat.normalised(obs.r_iops, obs.w_iops)
-                ratio = self.lat.latency_ratio(obs.await_ms)
+                    self.lat.observe_point(t, obs.await_ms)
+                ratio = self.lat.latency_ratio(obs.await_ms, t)
                 if self.lat.cap is None:
                     self.lat.cap = t
                 elif ratio is not None and ratio < p.probe_latency_factor:
@@ -514,10 +465,11 @@ class AdaptivePolicy(WorkConservation):
         if obs.iops < p.min_iops:
             return False, ""
         if self.parallel:
-            ratio = self.lat.latency_ratio(obs.await_ms)
+            t = self.lat.normalised(obs.r_iops, obs.w_iops)
+            ratio = self.lat.latency_ratio(obs.await_ms, t)
             if ratio is not None and ratio > p.knee_latency_factor:
                 return True, (f"await {obs.await_ms:.2f} ms is {ratio:.1f}x "
-                              f"{self.lat.reference_name()} (knee at "
+                              f"{self.lat.reference_name(t)} (knee at "
                               f"{p.knee_latency_factor:g}x)")
             return False, ""
         if obs.util_pct is not None and obs.util_pct >= p.full_util_pct:
@@ -642,31 +594,6 @@ class AdaptivePolicy(WorkConservation):
         self.cost_at_ceiling = (cr, cw)
         self.mix_at_ceiling = obs.r_iops / obs.iops if obs.iops > 0 else None
         self.regime_count = 0
-
-    def _probe(self, obs: Observation) -> bool:
-        p = self.params
-        ratio = self.lat.latency_ratio(obs.await_ms)
-        if self.lat.cap is None or ratio is None or ratio >= p.probe_latency_factor:
-            return False
-        # Smaller steps closer to the probe limit, so a probe lands inside the hold band
-        # (probe..knee) instead of jumping over it; none in the last quarter below the limit,
-        # where the steps would be too small to matter (creeping, not converging).
-        room = (p.probe_latency_factor - ratio) / (p.probe_latency_factor - 1)
-        if room < 0.25:
-            return False
-        new = self.lat.cap * (1 + p.probe_step * min(1.0, room))
-        if self.lat.ceiling is not None:
-            new = min(new, self.lat.ceiling * (1 - p.ceiling_margin_pct / 100))
-        # A probe claims at most a step beyond what the device served at target X: with A
-        # short of its floor (idle under --reserve-idle) the device served X's budget less
-        # A's unused share, and an estimate raised past that would hand B A's reservation
-        # (on the lab's ssd B alone got 97 % of the device with A's floor 74 % reserved).
-        served = self.lat.normalised(obs.r_iops, obs.w_iops)
-        new = min(new, served / self.x * (1 + p.probe_step))
-        if new <= self.lat.cap:
-            return False
-        self.lat.cap = new
-        return True
 
     # -- limits ------------------------------------------------------------------------
     def _limits(self, obs: Observation, cr: float, cw: float, *, force: bool,

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from iogauge.guarantee.policy.budget import _clamp, _ewma, _read_share
+from iogauge.guarantee.policy.curve import CurveFit, LatencyCurve
 from iogauge.guarantee.policy.params import AdaptiveParams
 from iogauge.guarantee.policy.types import UNLIMITED, GroupLimit, GroupObservation
 
@@ -61,13 +62,15 @@ class _LatencyCapacity:
     The baseline latency ``l0`` is the lowest await seen, updated from intervals with at most
     one request outstanding (aqu-sz <= 1: no queueing, so await is the device's own latency
     for the current workload; without aqu-sz it drifts up slowly). Past ``knee·l0`` the device
-    is queueing:
-    the capacity is at most what it delivered. Below ``probe·l0`` with B using its whole
-    allowance, the estimate may grow by ``probe_step`` (bounded by the ceiling found at the
-    last knee or A-miss) — probing stops well before the knee, so it never queues A.
+    is queueing: the capacity is at most what it delivered. Below ``probe·l0`` with B using
+    its whole allowance, the estimate may grow by ``probe_step`` (bounded by ``ceiling``, the
+    estimate the first knee of the last knee episode found, and by the fitted curve's
+    asymptote) — probing stops well before the knee, so it never queues A.
 
-    Knee and probe are judged against :meth:`reference`: the baseline, or the await that
-    knee cuts could not lower (``floor_ms``, see :class:`KneeEpisode`), whichever is higher.
+    Knee and probe are judged against :meth:`reference`: the highest of the baseline, the
+    await that knee cuts could not lower (``floor_ms``, see :class:`KneeEpisode`) and, where
+    the recent intervals fit one, the await-vs-load curve's await at the interval's load
+    (:mod:`~iogauge.guarantee.policy.curve`).
     """
 
     def __init__(self, p: AdaptiveParams, hint: float | None) -> None:
@@ -79,18 +82,49 @@ class _LatencyCapacity:
         #: The await knee cuts could not lower (None: none found since the floors changed
         #: or A last missed).
         self.floor_ms: float | None = None
+        self.curve = LatencyCurve(p.latency_curve_window)
+        #: The curve fitted after the latest interval (None: the points do not fit one).
+        self.fit: CurveFit | None = None
 
-    def reference(self) -> float | None:
-        """The await the knee and the probe are multiples of."""
+    def on_curve_ms(self, t: float | None) -> float | None:
+        """The fitted curve's await at load ``t``; None without a fit, or past the middle
+        between the load the policy aims at (X of the asymptote) and the asymptote: there
+        the await grows without bound, and the baseline's knee judges."""
+        fit = self.fit
+        if fit is None or t is None:
+            return None
+        x_top = self.p.x_top_pct(True) / 100
+        if t >= (1.0 + x_top) / 2 * fit.c:
+            return None
+        return fit.s_ms / (1.0 - t / fit.c)
+
+    def reference(self, t: float | None = None) -> float | None:
+        """The await the knee and the probe are multiples of, at load ``t``."""
         if self.l0 is None:
             return None
-        return max(self.l0, self.floor_ms or 0.0)
+        return max(self.l0, self.floor_ms or 0.0, self.on_curve_ms(t) or 0.0)
 
-    def reference_name(self) -> str:
-        ref = self.reference()
+    def reference_name(self, t: float | None = None) -> str:
+        ref = self.reference(t)
+        curve = self.on_curve_ms(t)
+        if curve is not None and ref == curve and self.fit is not None:
+            return (f"{curve:.2f} ms, the await at {t:.0f} IOPS on "
+                    f"{self.fit.describe()}")
         if self.floor_ms is not None and ref == self.floor_ms:
             return f"the await knee cuts could not lower, {ref:.2f} ms"
         return f"the baseline {ref or 0.0:.2f} ms"
+
+    def observe_point(self, t: float, await_ms: float) -> None:
+        """Add an interval to the curve. A steady load pins no curve down, but does not
+        contradict the last one either: that fit stays until a new one replaces it. A knee
+        judged against the curve does not drop it: the intervals that follow refit it, and
+        without it the knee would be judged against the lowest await again (on the lab
+        ``ssd``, [Oe] evaluation 2: 0.37 ms, A alone at 4,265 IOPS with B at 250 -- three
+        knees then cut B from 1,600 IOPS to 250 while A kept its floor)."""
+        self.curve.add(t, await_ms)
+        fit = self.curve.fit()
+        if fit is not None:
+            self.fit = fit
 
     def normalised(self, r: float, w: float) -> float:
         return r + self.p.write_cost_factor * w
@@ -123,8 +157,8 @@ class _LatencyCapacity:
         ref = self.l0 if self.l0 is not None else await_ms
         return await_ms if 2.0 / ios <= self.p.latency_resolution * ref else None
 
-    def latency_ratio(self, await_ms: float | None) -> float | None:
-        ref = self.reference()
+    def latency_ratio(self, await_ms: float | None, t: float | None = None) -> float | None:
+        ref = self.reference(t)
         if await_ms is None or ref is None:
             return None
         return await_ms / ref

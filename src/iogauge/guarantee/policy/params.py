@@ -96,6 +96,10 @@ class AdaptiveParams:
             0.00 or 1.00 ms against a 0.30 ms baseline, a "knee" at 3x that cut X to its
             minimum while the device was idle. 0.1 keeps the error well inside the
             probe (1.5x) and knee (2x) margins.
+        latency_curve_window: latency mode: intervals the await-vs-load curve is fitted
+            over (:class:`~iogauge.guarantee.policy.curve.LatencyCurve`): where it fits, the
+            knee is judged against the curve's await at the interval's load rather than the
+            lowest await, and probes may raise the capacity estimate toward its asymptote.
         probe_step: latency mode: relative increase of the capacity estimate per healthy
             interval in which B used its whole allowance.
         write_cost_factor: latency mode: a write costs this many reads (e.g. 4 for RAID-5's
@@ -186,6 +190,7 @@ class AdaptiveParams:
     probe_latency_factor: float = 1.5
     baseline_drift: float = 0.01
     latency_resolution: float = 0.1
+    latency_curve_window: int = 30
     probe_step: float = 0.1
     write_cost_factor: float = 1.0
     miss_gain: float = 1.0
@@ -243,6 +248,9 @@ class AdaptiveParams:
         if not 0 < self.futile_knee_drop_pct < 100:
             raise ValueError(f"futile_knee_drop_pct must be in (0, 100), got "
                              f"{self.futile_knee_drop_pct}")
+        if self.latency_curve_window < 2:
+            raise ValueError(f"latency_curve_window must be >= 2, got "
+                             f"{self.latency_curve_window}")
         if self.idle_after < 1 or self.open_step <= 0 or self.open_lift_x <= 0:
             raise ValueError("need idle_after >= 1, open_step > 0 and open_lift_x > 0")
         if self.stretch_step < 0 or self.stretch_max < 1 or self.stretch_backoff < 0:
