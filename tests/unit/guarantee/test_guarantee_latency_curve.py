@@ -122,9 +122,22 @@ def test_no_curve_where_the_points_do_not_pin_one_down(points: list[tuple[float,
     assert curve.fit() is None, why
 
 
-def test_the_window_is_a_parameter() -> None:
+def test_the_window_is_a_parameter_and_zero_turns_the_curve_off() -> None:
     with pytest.raises(ValueError, match="latency_curve_window"):
-        AdaptiveParams(latency_curve_window=1)
+        AdaptiveParams(latency_curve_window=7)
+    # Without the curve the ramp's await is judged against the lowest await: B held back.
+    t = Targets(protected={"A": 500.0}, throttled=("B",), limit_grid_iops=10,
+                device_parallel=True)
+    policy = make_policy("adaptive", t, adaptive=AdaptiveParams(latency_curve_window=0))
+    plant = _OneServer(500.0, cap=6000.0)
+    seen = []
+    for k in range(30):
+        plant.b_wants = 500.0 + 250.0 * k
+        seen += _run(policy, plant, 1)
+    seen += _run(policy, plant, 30)
+    assert not any("await-vs-load curve" in d.reason for _, d in seen)
+    b_iops = sum(o.group("B").iops for o, _ in seen[-10:]) / 10
+    assert b_iops < 0.8 * (0.9 * 6000 - 500), b_iops
 
 
 class _FloorStep:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from iogauge.guarantee.policy.curve import MIN_POINTS
+
 
 @dataclass(frozen=True)
 class PaperParams:
@@ -100,6 +102,7 @@ class AdaptiveParams:
             over (:class:`~iogauge.guarantee.policy.curve.LatencyCurve`): where it fits, the
             knee is judged against the curve's await at the interval's load rather than the
             lowest await, and probes may raise the capacity estimate toward its asymptote.
+            0: no curve (the knee at a multiple of the lowest await only).
         probe_step: latency mode: relative increase of the capacity estimate per healthy
             interval in which B used its whole allowance.
         write_cost_factor: latency mode: a write costs this many reads (e.g. 4 for RAID-5's
@@ -248,8 +251,9 @@ class AdaptiveParams:
         if not 0 < self.futile_knee_drop_pct < 100:
             raise ValueError(f"futile_knee_drop_pct must be in (0, 100), got "
                              f"{self.futile_knee_drop_pct}")
-        if self.latency_curve_window < 2:
-            raise ValueError(f"latency_curve_window must be >= 2, got "
+        if self.latency_curve_window != 0 and self.latency_curve_window < MIN_POINTS:
+            raise ValueError(f"latency_curve_window must be 0 (no curve) or at least "
+                             f"{MIN_POINTS}, the fewest intervals a curve is fitted to, got "
                              f"{self.latency_curve_window}")
         if self.idle_after < 1 or self.open_step <= 0 or self.open_lift_x <= 0:
             raise ValueError("need idle_after >= 1, open_step > 0 and open_lift_x > 0")
