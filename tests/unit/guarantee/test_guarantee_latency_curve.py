@@ -55,6 +55,20 @@ def _run(policy: object, plant: _OneServer | _FloorStep,
     return out
 
 
+def _ramp(params: AdaptiveParams) -> list[tuple[Observation, Decision]]:
+    """A's floor 500 on a 6,000-IOPS single server; B's job ramps up over half a minute
+    (500 -> 8,000 IOPS wanted), then runs 30 s more."""
+    t = Targets(protected={"A": 500.0}, throttled=("B",), limit_grid_iops=10,
+                device_parallel=True)
+    policy = make_policy("adaptive", t, adaptive=params)
+    plant = _OneServer(500.0, cap=6000.0)
+    seen = []
+    for k in range(30):
+        plant.b_wants = 500.0 + 250.0 * k
+        seen += _run(policy, plant, 1)
+    return seen + _run(policy, plant, 30)
+
+
 def test_b_gets_what_the_curve_leaves_on_a_single_server_device() -> None:
     # [Oe] evaluation 2's schedule: A's floor 410, 4,099, then 2,049.
     t = Targets(protected={"A": 410.0}, throttled=("B",), limit_grid_iops=10,
@@ -79,15 +93,7 @@ def test_an_await_on_the_curve_is_no_knee() -> None:
     # 500: the await climbs along the device's curve from 0.27 ms, past twice that at half
     # the device's throughput. Judged against the lowest await, that was a knee: B held to
     # ~2,400 IOPS. The curve fitted to the ramp says the device does 6,000.
-    t = Targets(protected={"A": 500.0}, throttled=("B",), limit_grid_iops=10,
-                device_parallel=True)
-    policy = make_policy("adaptive", t)
-    plant = _OneServer(500.0, cap=6000.0)
-    seen = []
-    for k in range(30):
-        plant.b_wants = 500.0 + 250.0 * k
-        seen += _run(policy, plant, 1)
-    seen += _run(policy, plant, 30)
+    seen = _ramp(AdaptiveParams())
     tail = seen[-10:]
     assert all(o.group("A").iops >= 0.95 * 500 for o, _ in seen)
     b_iops = sum(o.group("B").iops for o, _ in tail) / len(tail)
@@ -126,15 +132,7 @@ def test_the_window_is_a_parameter_and_zero_turns_the_curve_off() -> None:
     with pytest.raises(ValueError, match="latency_curve_window"):
         AdaptiveParams(latency_curve_window=7)
     # Without the curve the ramp's await is judged against the lowest await: B held back.
-    t = Targets(protected={"A": 500.0}, throttled=("B",), limit_grid_iops=10,
-                device_parallel=True)
-    policy = make_policy("adaptive", t, adaptive=AdaptiveParams(latency_curve_window=0))
-    plant = _OneServer(500.0, cap=6000.0)
-    seen = []
-    for k in range(30):
-        plant.b_wants = 500.0 + 250.0 * k
-        seen += _run(policy, plant, 1)
-    seen += _run(policy, plant, 30)
+    seen = _ramp(AdaptiveParams(latency_curve_window=0))
     assert not any("await-vs-load curve" in d.reason for _, d in seen)
     b_iops = sum(o.group("B").iops for o, _ in seen[-10:]) / 10
     assert b_iops < 0.8 * (0.9 * 6000 - 500), b_iops

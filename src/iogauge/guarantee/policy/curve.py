@@ -41,7 +41,6 @@ class CurveFit:
     c: float  # asymptote: normalised IOPS at which the queue grows without bound
     r2: float
     points: int
-    t_top: float  # highest load among the points
 
     def describe(self) -> str:
         return (f"the await-vs-load curve of the last {self.points} intervals, "
@@ -84,4 +83,4 @@ class LatencyCurve:
         c = -icpt / slope
         if r2 < MIN_FIT_R2 or c < t_hi or t_hi < MIN_RHO_OBSERVED * c:
             return None
-        return CurveFit(1.0 / icpt, c, r2, n, t_hi)
+        return CurveFit(1.0 / icpt, c, r2, n)
