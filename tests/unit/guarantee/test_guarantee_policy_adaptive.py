@@ -109,7 +109,9 @@ def check_invariants(decisions: list[Decision], t: Targets, p: AdaptiveParams) -
                 assert isinstance(v, int) and t.b_min_iops <= v <= MAX_LIMIT_IOPS
                 old = getattr(prev.get(g, UNLIMITED), key)
                 if old is not None:
-                    up = old + max(math.ceil(old * p.step_up_frac), p.step_min_iops)
+                    rise = p.step_up_device_frac * (d.capacity_iops or 0.0)
+                    up = old + max(math.ceil(old * p.step_up_frac), p.step_min_iops,
+                                   math.floor(rise))
                     down = max(t.b_min_iops, min(old - p.step_min_iops,
                                                  math.floor(old * (1 - p.step_down_frac))))
                     assert down <= v <= up, (g, key, old, v)
@@ -174,13 +176,15 @@ def test_parallel_plant_finds_the_latency_knee(cap: float, floor_frac: float,
     # load it to 50 %), and the run stays below the knee measured from it.
     assert l0 == pytest.approx(min(o.await_ms or math.inf for o in plant.history))
     for o in plant.history[150:]:
-        assert o.groups["A"].iops >= floor * (1 - p.miss_tolerance)
-        # Held below the knee it found: of the baseline, or where the device's await
-        # follows a fitted curve, of the curve's await at that load.
+        # At its floor as the policy and the evaluations count it: within the tolerance,
+        # less one I/O an interval (an I/O counts in whole; A reads only here).
+        assert o.groups["A"].iops >= floor * (1 - p.miss_tolerance) - p.miss_slack_ios
+        # Held below the knee it found (of the baseline, or where the device's await
+        # follows a fitted curve, of the curve's await at that load) -- unless A kept its
+        # floor past it: the stretch of the capacity estimate.
         ref = policy.lat.reference(policy.lat.normalised(o.r_iops, o.w_iops))
         assert o.await_ms is not None and ref is not None
-        assert o.await_ms <= ref * p.knee_latency_factor
-    assert policy.stretch == 1.0  # no stretch past the latency knee
+        assert o.await_ms <= ref * p.knee_latency_factor or policy.stretch > 1.0
     # Work-conserving: B gets a good share of what is left (not starved at its minimum).
     b_served = plant.history[-1].groups["B"].iops
     assert b_served >= 0.3 * (cap - floor)

@@ -25,6 +25,7 @@ from iogauge.guarantee.policy.estimators import (
 from iogauge.guarantee.policy.idle import WorkConservation, _Interval
 from iogauge.guarantee.policy.knees import LatencyKnees
 from iogauge.guarantee.policy.params import AdaptiveParams
+from iogauge.guarantee.policy.stretch import Stretch
 from iogauge.guarantee.policy.types import (
     Decision,
     GroupLimit,
@@ -36,7 +37,7 @@ from iogauge.guarantee.policy.types import (
 )
 
 
-class AdaptivePolicy(WorkConservation, LatencyKnees):
+class AdaptivePolicy(WorkConservation, LatencyKnees, Stretch):
     """Closed-loop guarantee (ours; the default). See the module docstring for the interface.
 
     Each interval:
@@ -67,7 +68,7 @@ class AdaptivePolicy(WorkConservation, LatencyKnees):
     5. **Damping.** A limit moves at most ``step_up_frac`` up / ``step_down_frac`` down per
        interval, changes smaller than the deadband are not written (unless A just missed),
        and nothing goes below ``b_min_iops``.
-    6. **Stretch** (util mode, work conservation). X protects A by keeping the spindle
+    6. **Stretch** (work conservation; :mod:`.stretch`). X protects A by keeping the spindle
        below its knee, but a saturated spindle may still serve A its floor -- %util = 100
        cannot tell, A's delivered IOPS can. Once A has met its floor ``stretch_after``
        intervals in a row with B at its limit, B's budget is multiplied by
@@ -77,7 +78,9 @@ class AdaptivePolicy(WorkConservation, LatencyKnees):
        after it, while the stretched queue drains, does not move X. Later stretches stop
        ``stretch_backoff`` steps below the level that hurt and wait for
        ``restretch_after`` intervals with A at its floor, until the floors or the workload
-       change.
+       change. Latency mode stretches the capacity estimate instead (B's budget is X of it
+       less A's floors), by ``latency_stretch_step``: there the knee is the device
+       queueing, which a single-server device does long before A is short.
 
     Nothing here creates load to learn: the upward movements (recovery, capacity probe,
     stretch) happen only while A is fine and let through no more than B itself asks for;
@@ -163,6 +166,7 @@ class AdaptivePolicy(WorkConservation, LatencyKnees):
         ([Oe] Tables 4-6 raise A's target 10x and lower it again), not noise to damp --
         damped, a 25 % step a second takes 6 s to give B back what a floor 56 -> 9 freed.
         """
+        lower = all(floors.get(g, f) <= f for g, f in self.targets.protected.items())
         self.targets = retargeted(self.targets, floors)
         self.ceiling = None
         # So is the knee found under the old floors (its mix, A's share of the queue), and
@@ -179,15 +183,17 @@ class AdaptivePolicy(WorkConservation, LatencyKnees):
         self._grace_why = "measured under the previous floors"
         self._held_a = {}
         # A's new need is judged on X's budget first; the stretch is earned again (and a
-        # withdrawal's catch-up and drain belong to the old floors).
-        self._reset_stretch()
+        # withdrawal's catch-up and drain belong to the old floors) -- unless it stretched
+        # the device's capacity estimate and the floors fell.
+        if self.parallel and lower:
+            # Latency mode stretches the device's capacity estimate: with lower floors the
+            # same stretch is the same load on the device that A kept its floor under, and
+            # A needs less of it. Only its growth waits for A at its new floor.
+            self.a_streak = 0
+        else:
+            self._reset_stretch()
         self._catchup = 0.0
         self._drain = False
-
-    def _reset_stretch(self) -> None:
-        self.stretch = 1.0
-        self.a_streak = 0
-        self.stretch_budget_cap = None
 
     # -- the step ------------------------------------------------------------------------
     def step(self, obs: Observation) -> Decision:
@@ -221,9 +227,12 @@ class AdaptivePolicy(WorkConservation, LatencyKnees):
             if state in (State.HOLD, State.RECOVER) and iv.demand \
                     and self._stretch(iv.b_constrained, iv.cr, iv.cw):
                 said = f"{why}; " if state == State.RECOVER else ""
+                what = ("the capacity estimate (B gets X of it less A's floors)"
+                        if self.parallel else "B's budget")
+                of = "" if self.parallel else " of X's"
                 state, why = State.STRETCH, (f"{said}A at its floor for {self.a_streak} "
-                                             "intervals and B at its limit: B's budget "
-                                             f"stretched to x{self.stretch:.2f} of X's")
+                                             f"intervals and B at its limit: {what} "
+                                             f"stretched to x{self.stretch:.2f}{of}")
         return self._finish(iv, state, why)
 
     def _judge(self, obs: Observation, cr: float, cw: float) -> _Interval:
@@ -308,25 +317,6 @@ class AdaptivePolicy(WorkConservation, LatencyKnees):
         return State.A_LIMITED, (f"{iv.a_why}, but {self.futile} cuts of B did not raise "
                                  "A's IOPS: A is limited by itself; B not cut further")
 
-    def _withdraw_stretch(self, iv: _Interval) -> tuple[State, str]:
-        """The stretch hurt A: back to X's budget, under which A was at its floor, at once;
-        X itself was not at fault."""
-        p = self.params
-        old = self.stretch
-        b_frac = max(self._b_frac(iv.cr, iv.cw), 0.0)
-        self.stretch_budget_cap = b_frac * old / (1 + p.stretch_step) ** p.stretch_backoff
-        self.stretch = 1.0
-        self._catchup = iv.short_frac
-        self._drain = True
-        self._mark_regime(iv.cr, iv.cw, iv.obs)
-        self.healthy = 0
-        cap = self._stretch_limit(b_frac)
-        later = (f"later stretches stop at x{cap:.2f} (of today's X)" if cap > 1.0
-                 else "no more stretch")
-        return State.PROTECT, (f"{iv.a_why}; B's budget back from x{old:.2f} to X's less "
-                               f"A's shortfall ({iv.short_frac:.1%}) for this interval; "
-                               f"{later} until the floors or the workload change")
-
     def _protect(self, iv: _Interval) -> tuple[State, str]:
         p = self.params
         x_old = self.x
@@ -392,7 +382,8 @@ class AdaptivePolicy(WorkConservation, LatencyKnees):
         if state is State.WAKE:
             limits = self._wake_limits(limits)
         if self.stretch > 1.0 and state != State.STRETCH:
-            budget_why += f", stretched x{self.stretch:.2f} (A at its floor)"
+            what = "capacity estimate " if self.parallel else ""
+            budget_why += f", {what}stretched x{self.stretch:.2f} (A at its floor)"
         if jump and state != State.WAKE:
             why = f"floors changed: limits set to their new targets; {why}"
         if warnings and state == State.HOLD:
@@ -418,9 +409,12 @@ class AdaptivePolicy(WorkConservation, LatencyKnees):
                 ratio = self.lat.latency_ratio(obs.await_ms, t)
                 if self.lat.cap is None:
                     self.lat.cap = t
-                elif ratio is not None and ratio < p.probe_latency_factor:
+                elif ratio is not None and ratio < p.probe_latency_factor \
+                        and t > self.lat.cap:
                     # Served t at healthy latency: the device can do at least that much.
-                    self.lat.cap = max(self.lat.cap, t)
+                    # A stretch of the estimate (latency mode) keeps what it stretched to.
+                    self.stretch = max(1.0, self.stretch * self.lat.cap / t)
+                    self.lat.cap = t
         for g, st in self.groups.items():
             go = obs.group(g)
             costs = self._costs()
@@ -548,31 +542,6 @@ class AdaptivePolicy(WorkConservation, LatencyKnees):
                 return True
         return False
 
-    def _stretch(self, b_constrained: bool, cr: float, cw: float) -> bool:
-        """Stretch B's budget one step (``AdaptiveParams.stretch_step``) if A has earned it
-        and B would use it; whether it moved."""
-        p = self.params
-        hurt = self.stretch_budget_cap is not None
-        need = p.restretch_after if hurt and self.stretch <= 1.0 else p.stretch_after
-        if p.stretch_step <= 0 or self.parallel or not b_constrained or self.a_streak < need:
-            return False
-        new = min(self._stretch_limit(self._b_frac(cr, cw)),
-                  self.stretch * (1 + p.stretch_step))
-        if new <= self.stretch + 1e-9:
-            return False
-        self.stretch = new
-        return True
-
-    def _stretch_limit(self, b_frac: float) -> float:
-        """Largest stretch (a multiple of X's budget, ``b_frac``) allowed now."""
-        top = self.params.stretch_max
-        cap = self.stretch_budget_cap
-        if cap is None:
-            return top
-        if b_frac <= 0:
-            return 1.0
-        return min(top, max(1.0, cap / b_frac))
-
     def _a_frac(self, cr: float, cw: float) -> float:
         """Device share A's floors take at their own costs."""
         a_frac = 0.0
@@ -580,10 +549,6 @@ class AdaptivePolicy(WorkConservation, LatencyKnees):
             fr = self.a_read_share.get(g) or 0.5
             a_frac += floor * (fr * cr + (1 - fr) * cw)
         return a_frac
-
-    def _b_frac(self, cr: float, cw: float) -> float:
-        """B's budget under X (device share; negative when A's floors exceed X)."""
-        return self.x - self._a_frac(cr, cw)
 
     def _set_ceiling(self, x: float, cr: float, cw: float, obs: Observation) -> None:
         self.ceiling = x if self.ceiling is None else min(self.ceiling, x)
@@ -603,19 +568,27 @@ class AdaptivePolicy(WorkConservation, LatencyKnees):
         t = self.targets
         mn = t.b_min_iops
         a_frac = self._a_frac(cr, cw)
-        b_frac = self.x - a_frac - self._catchup
-        self._catchup = 0.0
-        # A stretch is bounded by the budget that hurt A, even if X rose since.
-        self.stretch = min(self.stretch, self._stretch_limit(self.x - a_frac))
+        catchup, self._catchup = self._catchup, 0.0
+        b_frac = self.x - a_frac - catchup
+        # A stretch is bounded by the level that hurt A, even if X rose since.
+        self.stretch = min(self.stretch, self._stretch_limit(cr, cw))
         min_frac = sum(mn * (cr + cw) for _ in t.throttled)
         warnings = self._feasibility(a_frac, b_frac, min_frac, cr, cw)
+        # A limit may always rise by ``step_up_device_frac`` of the device (at its mix).
+        rise = p.step_up_device_frac / self._mix_cost(obs, cr, cw)
+        grow = self.stretch
+        if self.parallel:
+            # Latency mode stretches the capacity estimate: the costs per I/O shrink.
+            cr, cw, grow = cr / self.stretch, cw / self.stretch, 1.0
+            a_frac = self._a_frac(cr, cw)
+            b_frac = self.x - a_frac - catchup / self.stretch
         # Each direction is floored at b_min below, so the split itself needs no minimum.
         shares = split_budget(max(b_frac, 0.0), {g: st.busy or 0.0 for g, st in
                                                  self.groups.items()}, 0.0, p.min_share)
         out: dict[str, GroupLimit] = {}
         for g, st in self.groups.items():
             sr = st.read_share if st.read_share is not None else 0.5
-            budget = shares[g] * self.stretch
+            budget = shares[g] * grow
             raw_r, raw_w = budget * sr / cr, budget * (1 - sr) / cw
             bound = {"w": "r", "r": "w"}.get(st.raised or "")
             want_r, want_w = grid_targets(t, raw_r, raw_w, bind=bound)
@@ -629,8 +602,8 @@ class AdaptivePolicy(WorkConservation, LatencyKnees):
                 want_r = self._dithered(raw_r + st.carry_r, want_r)
             if dw:
                 want_w = self._dithered(raw_w + st.carry_w, want_w)
-            st.limit = GroupLimit(self._move(st.limit.riops, want_r, force, jump),
-                                  self._move(st.limit.wiops, want_w, force, jump))
+            st.limit = GroupLimit(self._move(st.limit.riops, want_r, force, jump, rise),
+                                  self._move(st.limit.wiops, want_w, force, jump, rise))
             st.carry_r = self._carry(raw_r + st.carry_r, st.limit.riops) if dr else 0.0
             st.carry_w = self._carry(raw_w + st.carry_w, st.limit.wiops) if dw else 0.0
             out[g] = st.limit
@@ -653,9 +626,13 @@ class AdaptivePolicy(WorkConservation, LatencyKnees):
             return 0.0
         return _clamp(due - written, 0.0, self.targets.limit_grid_iops * (1 - 1e-9))
 
-    def _move(self, old: int | None, want: float, force: bool, jump: bool = False) -> int:
+    def _move(self, old: int | None, want: float, force: bool, jump: bool = False,
+              rise: float = 0.0) -> int:
         """Next limit from ``old`` toward ``want``: deadband, bounded step, >= b_min;
-        ``jump``: straight to ``want`` (the floors just changed)."""
+        ``jump``: straight to ``want`` (the floors just changed). A rise may always be
+        ``rise`` IOPS (``AdaptiveParams.step_up_device_frac`` of the device): from B's
+        minimum, 25 % steps alone took 25 intervals to reach 500 IOPS on the lab's ``ssd``
+        ([Oe] evaluation 2's last phase), where the device had 4,000 to spare."""
         p = self.params
         t = self.targets
         mn = t.b_min_iops
@@ -671,7 +648,7 @@ class AdaptivePolicy(WorkConservation, LatencyKnees):
         if not force and abs(target - old) < max(p.deadband_iops, p.deadband_frac * old,
                                                  grid_band):
             return old
-        up = old + max(math.ceil(old * p.step_up_frac), p.step_min_iops)
+        up = old + max(math.ceil(old * p.step_up_frac), p.step_min_iops, math.floor(rise))
         down = max(mn, min(old - p.step_min_iops, math.floor(old * (1 - p.step_down_frac))))
         new = t.on_grid(int(_clamp(target, down, up)))
         if new == old and old >= g > 1 and target >= old + g:

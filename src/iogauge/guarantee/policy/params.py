@@ -128,6 +128,9 @@ class AdaptiveParams:
             are judged against that await (until A misses or the floors change).
         step_up_frac, step_down_frac: largest relative rise / fall of a limit per interval.
         step_min_iops: a limit may always move by at least this many IOPS (small limits).
+        step_up_device_frac: a limit may always rise by this share of the device's
+            capacity (IOPS at the direction's cost) per interval, so that a B held at its
+            minimum reaches what the device has to spare in a few intervals, not dozens.
         deadband_frac, deadband_iops: a computed limit closer than
             ``max(deadband_iops, deadband_frac·current)`` to the current one is not written
             (hysteresis), unless A just missed.
@@ -139,9 +142,10 @@ class AdaptiveParams:
         min_iops: intervals with fewer device IOPS than this do not update the estimates.
         stretch_after: intervals in a row with A at its floor before B's budget may be
             stretched beyond X (work conservation; see ``stretch_step``).
-        stretch_step: util mode: while A has met its floor for ``stretch_after`` intervals
-            in a row and B uses its whole limit, B's budget (X's) is multiplied by
-            ``1 + stretch_step`` per interval, saturated device or not: %util = 100 says
+        stretch_step: while A has met its floor for ``stretch_after`` intervals in a row
+            and B uses its whole limit, B's budget (X's) is multiplied by
+            ``1 + stretch_step`` per interval (latency mode: ``latency_stretch_step``),
+            past the knee or not: %util = 100 says
             the spindle is always busy, not whether A still gets its floor; A's delivered
             IOPS say that (on the lab HDD an unthrottled B left A at its floor in
             evaluation 1, where X held B to 78 % of what it got unthrottled). The first
@@ -150,14 +154,22 @@ class AdaptiveParams:
             when the queue the stretch built is still draining -- neither cuts X nor sets
             a ceiling. Later stretches stop ``stretch_backoff`` steps below the level that
             hurt, and start again only after ``restretch_after`` intervals in a row with A
-            at its floor; until the floors or the workload change. 0 disables it. Not in
-            latency mode, where the knee is queueing (A's latency), not a busy rate. Its
-            price: a short interval for A per level found too high, and on a saturated
-            spindle A's I/Os queue behind B's, so A gets its IOPS at a higher latency than
-            under X.
-        stretch_max: largest stretch of B's budget (a multiple of X's).
-        stretch_backoff: steps (of ``stretch_step``) below a stretch that hurt A at which
-            later stretches stop (until the floors or the workload change).
+            at its floor; until the floors or the workload change. 0 disables it. In
+            latency mode the knee is where the device starts queueing, and a device whose
+            await grows from light load on (one server: the lab's ``ssd``) reaches it long
+            before A is short ([Oe] evaluation 2's last phase on it: A kept its floor with
+            B unthrottled at 3,926 IOPS, while the knee held B to 244). Its price: a short
+            interval for A per level found too high, and past the knee A's I/Os queue behind
+            B's, so A gets its IOPS at a higher latency than under X.
+        latency_stretch_step: the same in latency mode, where the stretch grows the
+            capacity estimate (B's budget is X of the stretched estimate less A's floors).
+            A step of the estimate is a larger step of B's budget, by the estimate over
+            B's share of it. A miss steps the stretch back ``stretch_backoff`` steps below
+            the level B's limits had reached rather than to X's budget; lower floors keep
+            it. 0 keeps B under the knee.
+        stretch_max: largest stretch of B's budget or the capacity estimate (a multiple).
+        stretch_backoff: steps (of the mode's stretch step) below a stretch that hurt A
+            at which later stretches stop (until the floors or the workload change).
         restretch_after: intervals in a row with A at its floor before a stretch resumes
             after one hurt A (``stretch_after`` applies to the first).
         grid_dither: on a throttle grid (:attr:`Targets.limit_grid_iops`), a group held at
@@ -208,6 +220,7 @@ class AdaptiveParams:
     step_up_frac: float = 0.25
     step_down_frac: float = 0.5
     step_min_iops: int = 4
+    step_up_device_frac: float = 0.03
     deadband_frac: float = 0.05
     deadband_iops: int = 2
     min_share: float = 0.1
@@ -216,6 +229,7 @@ class AdaptiveParams:
     min_iops: float = 1.0
     stretch_after: int = 3
     stretch_step: float = 0.25
+    latency_stretch_step: float = 0.1
     stretch_max: float = 4.0
     stretch_backoff: int = 2
     restretch_after: int = 10
@@ -238,8 +252,10 @@ class AdaptiveParams:
                              f"{self.latency_resolution}")
         if not 0 < self.ewma_alpha <= 1:
             raise ValueError(f"ewma_alpha must be in (0, 1], got {self.ewma_alpha}")
-        if not 0 < self.step_down_frac < 1 or self.step_up_frac <= 0:
-            raise ValueError("need 0 < step_down_frac < 1 and step_up_frac > 0")
+        if not 0 < self.step_down_frac < 1 or self.step_up_frac <= 0 \
+                or self.step_up_device_frac < 0:
+            raise ValueError("need 0 < step_down_frac < 1, step_up_frac > 0 and "
+                             "step_up_device_frac >= 0")
         if not 0 <= self.min_share < 0.5:
             raise ValueError(f"min_share must be in [0, 0.5), got {self.min_share}")
         if self.write_cost_factor <= 0:
@@ -257,8 +273,10 @@ class AdaptiveParams:
                              f"{self.latency_curve_window}")
         if self.idle_after < 1 or self.open_step <= 0 or self.open_lift_x <= 0:
             raise ValueError("need idle_after >= 1, open_step > 0 and open_lift_x > 0")
-        if self.stretch_step < 0 or self.stretch_max < 1 or self.stretch_backoff < 0:
-            raise ValueError("need stretch_step >= 0, stretch_max >= 1, stretch_backoff >= 0")
+        if self.stretch_step < 0 or self.latency_stretch_step < 0 or self.stretch_max < 1 \
+                or self.stretch_backoff < 0:
+            raise ValueError("need stretch_step >= 0, latency_stretch_step >= 0, "
+                             "stretch_max >= 1, stretch_backoff >= 0")
 
     def x_top_pct(self, parallel: bool) -> float:
         """Highest target X for a device in latency mode (``parallel``) or util mode."""
