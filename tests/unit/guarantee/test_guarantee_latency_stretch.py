@@ -131,3 +131,33 @@ def test_lower_floors_keep_the_stretch_higher_floors_drop_it() -> None:
     plant.a_iops = 4000.0
     higher = _run(policy, plant, 1)
     assert "stretched" not in higher[0][1].reason
+
+
+class _FlatAwait:
+    """[Oe] evaluation 3's phase 2 on the lab ``ssd`` (2026-12-07 06:14): a device of 3,700
+    IOPS shared by A and B in proportion to what they send, its await flat at 2.9 ms
+    whatever the load (1.3x the baseline: never a knee). A sends its floor, 2,745; B sends
+    what its limits let through of 2,745 each way."""
+
+    def __init__(self) -> None:
+        self.limit: object = UNLIMITED
+
+    def __call__(self, limit: object) -> Observation:
+        lim_r, lim_w = getattr(limit, "riops", None), getattr(limit, "wiops", None)
+        br = 1372.0 if lim_r is None else min(float(lim_r), 1372.0)
+        bw = 1372.0 if lim_w is None else min(float(lim_w), 1372.0)
+        scale = min(1.0, 3700.0 / (2745.0 + br + bw))
+        return observed(2745.0 * scale, br * scale, bw * scale, 2.9)
+
+
+def test_a_short_under_a_stretch_is_a_miss_though_the_await_is_no_knee() -> None:
+    # The await never passes the knee, so "the device is not congested" had made A's
+    # shortfall under a stretch A's own choice (in the run: B at 2,790 IOPS, A at ~2,000 of
+    # 2,745 for 35 s). Now the first interval A is short under a stretch is a miss.
+    t = Targets(protected={"A": 2745.0}, throttled=("B",), limit_grid_iops=10,
+                device_parallel=True)
+    policy = make_policy("adaptive", t)
+    seen = _run(policy, _FlatAwait(), 12)
+    k = next(i for i, (_, d) in enumerate(seen) if d.state.value == "stretch")
+    assert seen[k + 1][1].a_miss and "stretched x" in seen[k + 1][1].reason
+    assert "no more stretch" in seen[k + 1][1].reason

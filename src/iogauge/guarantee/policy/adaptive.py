@@ -498,6 +498,12 @@ class AdaptivePolicy(WorkConservation, LatencyKnees, Stretch):
                 had, evidence = True, f"stalled on I/O {go.stall_pct:.0f} % of the time"
             elif congested and self._group_demand(go, obs.interval_s):
                 had, evidence = True, "device congested"
+            elif self.stretch > 1.0 and self._group_demand(go, obs.interval_s):
+                # The stretch let B past the knee: A short while it does I/O is the
+                # stretch's doing until cuts show otherwise (``futile_after``). In latency
+                # mode the await need not say so ([Oe] evaluation 3 on the lab ``ssd``: A at
+                # 1,900 of 2,745 for 35 s, the device 100 % busy at 1.3x its baseline).
+                had, evidence = True, f"B's budget stretched x{self.stretch:.2f}"
             else:
                 had, evidence = False, ""
             if not had:
