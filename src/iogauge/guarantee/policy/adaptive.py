@@ -227,9 +227,9 @@ class AdaptivePolicy(WorkConservation, LatencyKnees, Stretch):
             if state in (State.HOLD, State.RECOVER) and iv.demand \
                     and self._stretch(iv.b_constrained, iv.cr, iv.cw):
                 said = f"{why}; " if state == State.RECOVER else ""
-                what = ("the capacity estimate (B gets X of it less A's floors)"
-                        if self.parallel else "B's budget")
-                of = "" if self.parallel else " of X's"
+                what = self._stretched()
+                what, of = ((f"{what} (B gets X of it less A's floors)", "")
+                            if self.parallel else (what, " of X's"))
                 state, why = State.STRETCH, (f"{said}A at its floor for {self.a_streak} "
                                              f"intervals and B at its limit: {what} "
                                              f"stretched to x{self.stretch:.2f}{of}")
@@ -382,8 +382,7 @@ class AdaptivePolicy(WorkConservation, LatencyKnees, Stretch):
         if state is State.WAKE:
             limits = self._wake_limits(limits)
         if self.stretch > 1.0 and state != State.STRETCH:
-            what = "capacity estimate " if self.parallel else ""
-            budget_why += f", {what}stretched x{self.stretch:.2f} (A at its floor)"
+            budget_why += f", {self._stretched()} stretched x{self.stretch:.2f} (A at its floor)"
         if jump and state != State.WAKE:
             why = f"floors changed: limits set to their new targets; {why}"
         if warnings and state == State.HOLD:
@@ -503,7 +502,7 @@ class AdaptivePolicy(WorkConservation, LatencyKnees, Stretch):
                 # stretch's doing until cuts show otherwise (``futile_after``). In latency
                 # mode the await need not say so ([Oe] evaluation 3 on the lab ``ssd``: A at
                 # 1,900 of 2,745 for 35 s, the device 100 % busy at 1.3x its baseline).
-                had, evidence = True, f"B's budget stretched x{self.stretch:.2f}"
+                had, evidence = True, f"{self._stretched()} stretched x{self.stretch:.2f}"
             else:
                 had, evidence = False, ""
             if not had:

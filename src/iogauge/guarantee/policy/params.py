@@ -129,7 +129,7 @@ class AdaptiveParams:
         step_up_frac, step_down_frac: largest relative rise / fall of a limit per interval.
         step_min_iops: a limit may always move by at least this many IOPS (small limits).
         step_up_device_frac: a limit may always rise by this share of the device's
-            capacity (IOPS at the direction's cost) per interval, so that a B held at its
+            capacity (IOPS at the device's current mix) per interval, so that a B held at its
             minimum reaches what the device has to spare in a few intervals, not dozens.
         deadband_frac, deadband_iops: a computed limit closer than
             ``max(deadband_iops, deadband_frac·current)`` to the current one is not written

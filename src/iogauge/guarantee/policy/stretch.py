@@ -49,6 +49,10 @@ class Stretch:
         self.a_streak = 0
         self.stretch_budget_cap = None
 
+    def _stretched(self) -> str:
+        """What the stretch multiplies, as the decisions' reasons name it."""
+        return "the capacity estimate" if self.parallel else "B's budget"
+
     def _stretch_step(self) -> float:
         p = self.params
         return p.latency_stretch_step if self.parallel else p.stretch_step
@@ -116,8 +120,8 @@ class Stretch:
         of = "the capacity estimate" if self.parallel else "today's X"
         later = (f"later stretches stop at x{cap:.2f} (of {of})" if cap > 1.0
                  else "no more stretch")
-        what = "the capacity estimate" if self.parallel else "B's budget"
-        return State.PROTECT, (f"{iv.a_why}; {what} back from x{old:.2f} to X's {short}; "
+        return State.PROTECT, (f"{iv.a_why}; {self._stretched()} back from x{old:.2f} to "
+                               f"X's {short}; "
                                f"{later} until the floors or the workload change")
 
     def _level_in_force(self, cr: float, cw: float) -> float:
