@@ -61,6 +61,21 @@ def test_the_stretch_finds_the_edge_by_a_miss_and_stays_under_it() -> None:
     assert stretched and "capacity estimate" in stretched[0].reason
 
 
+def test_the_step_back_is_one_step_and_lower_floors_may_stretch_past_it() -> None:
+    # [Oe] evaluation 2 on the lab ``ssd`` (2026-12-07 07:11): the miss at A's floor 3,816
+    # stepped the stretch back two steps, from x1.21 to x1.00, and that level held B
+    # through the last phase (A's floor 1,908) at 64 % of the static limit's IOPS. One step
+    # back is the last level A kept its floor under; lower floors stretch past it again.
+    phases = _eval2(AdaptiveParams())
+    two = _eval2(AdaptiveParams(latency_stretch_backoff=2))
+    bound2, bound3 = 0.98 * 6150 - 4099, 0.98 * 6150 - 2049
+    assert _b_iops(phases[1]) >= 0.95 * bound2 > _b_iops(two[1]), (_b_iops(phases[1]),
+                                                                   _b_iops(two[1]))
+    assert _b_iops(phases[2]) >= 0.93 * bound3, _b_iops(phases[2])
+    assert any(d.state.value == "stretch" for _, d in phases[2])
+    assert all(o.group("A").iops >= 0.95 * 2049 for o, _ in phases[2][-20:])
+
+
 class _QueueOfB:
     """A device of 7,000 IOPS that serves A first (A always gets its floor) and whose await
     follows B's queue, not the load: 0.15 ms with B idle, up to 1.35 ms with B's I/Os

@@ -327,7 +327,8 @@ def test_new_floors_withdraw_the_stretch() -> None:
 
 def test_stretch_params_are_checked() -> None:
     for bad in ({"stretch_step": -0.1}, {"stretch_max": 0.5}, {"stretch_after": 0},
-                {"restretch_after": 0}, {"stretch_backoff": -1}):
+                {"restretch_after": 0}, {"stretch_backoff": -1},
+                {"latency_stretch_backoff": -1}):
         with pytest.raises(ValueError, match="stretch"):
             AdaptiveParams(**bad)  # type: ignore[arg-type]
 

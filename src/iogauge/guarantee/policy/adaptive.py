@@ -80,7 +80,8 @@ class AdaptivePolicy(WorkConservation, LatencyKnees, Stretch):
        ``restretch_after`` intervals with A at its floor, until the floors or the workload
        change. Latency mode stretches the capacity estimate instead (B's budget is X of it
        less A's floors), by ``latency_stretch_step``: there the knee is the device
-       queueing, which a single-server device does long before A is short.
+       queueing, which a single-server device does long before A is short. A miss steps
+       it back ``latency_stretch_backoff`` steps; lower floors keep it.
 
     Nothing here creates load to learn: the upward movements (recovery, capacity probe,
     stretch) happen only while A is fine and let through no more than B itself asks for;
@@ -188,8 +189,12 @@ class AdaptivePolicy(WorkConservation, LatencyKnees, Stretch):
         if self.parallel and lower:
             # Latency mode stretches the device's capacity estimate: with lower floors the
             # same stretch is the same load on the device that A kept its floor under, and
-            # A needs less of it. Only its growth waits for A at its new floor.
+            # A needs less of it. Only its growth waits for A at its new floor -- past the
+            # level that hurt A under the higher floors, which says nothing of the new
+            # ones (the lab ``ssd``, [Oe] evaluation 2: held there, B had 64 % of the
+            # static limit's IOPS for the last 40 s).
             self.a_streak = 0
+            self.stretch_budget_cap = None
         else:
             self._reset_stretch()
         self._catchup = 0.0

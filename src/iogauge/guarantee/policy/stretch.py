@@ -12,7 +12,8 @@ from light load on (one server: the lab's ``ssd``) reaches it long before A is s
 stretch of B's budget did nothing there where A's floors took all of X of the estimate
 ([Oe] evaluation 2: B at 1 IOPS for 40 s, A at its floor, the device 25-40 % busy). A
 stretch that hurt A bounds later ones ``stretch_backoff`` steps below its level; in latency
-mode it steps back there at once (:meth:`Stretch._withdraw_stretch`).
+mode it steps back ``latency_stretch_backoff`` steps at once
+(:meth:`Stretch._withdraw_stretch`).
 """
 
 from __future__ import annotations
@@ -57,6 +58,10 @@ class Stretch:
         p = self.params
         return p.latency_stretch_step if self.parallel else p.stretch_step
 
+    def _stretch_backoff(self) -> int:
+        p = self.params
+        return p.latency_stretch_backoff if self.parallel else p.stretch_backoff
+
     def _stretch_base(self, cr: float, cw: float) -> float:
         """What a stretch multiplies: B's budget under X (util mode, device share at today's
         costs), or the capacity estimate (latency mode, normalised IOPS)."""
@@ -94,16 +99,16 @@ class Stretch:
 
     def _withdraw_stretch(self, iv: _Interval) -> tuple[State, str]:
         """The stretch hurt A. Util mode: back to X's budget, under which A was at its floor,
-        at once (X itself was not at fault). Latency mode: ``stretch_backoff`` steps below
-        the level B's limits had reached -- X's budget there is under a knee that says
-        little about A (on the lab ``ssd`` the knees that followed each withdrawal cut the
-        estimate to A's floor, and B climbed back from its minimum for 15 s of 40). Later
+        at once (X itself was not at fault). Latency mode: ``latency_stretch_backoff``
+        steps below the level B's limits had reached -- X's budget there is under a knee
+        that says little about A (on the lab ``ssd`` the knees that followed each
+        withdrawal cut the estimate to A's floor, and B climbed back from its minimum for
+        15 s of 40). Later
         stretches stop at that level, until the floors or the workload change; in both
         modes B gives up A's shortfall for this interval."""
-        p = self.params
         old = self.stretch
         level = self._level_in_force(iv.cr, iv.cw)
-        back = level / (1 + self._stretch_step()) ** p.stretch_backoff
+        back = level / (1 + self._stretch_step()) ** self._stretch_backoff()
         self.stretch_budget_cap = max(self._stretch_base(iv.cr, iv.cw), 0.0) * back
         self.stretch = back if self.parallel and back > 1.0 else 1.0
         self._catchup = iv.short_frac
