@@ -44,7 +44,7 @@ class _OneServer:
         return observed(a, br, bw, await_ms)
 
 
-def _run(policy: object, plant: _OneServer | _FloorStep,
+def _run(policy: object, plant: _OneServer | _FloorStep | _SaturatesAtItsCap,
          n: int) -> list[tuple[Observation, Decision]]:
     out = []
     for _ in range(n):
@@ -69,17 +69,25 @@ def _ramp(params: AdaptiveParams) -> list[tuple[Observation, Decision]]:
     return seen + _run(policy, plant, 30)
 
 
-def test_b_gets_what_the_curve_leaves_on_a_single_server_device() -> None:
-    # [Oe] evaluation 2's schedule: A's floor 410, 4,099, then 2,049.
-    t = Targets(protected={"A": 410.0}, throttled=("B",), limit_grid_iops=10,
+def _phases(plant: _OneServer | _SaturatesAtItsCap,
+            schedule: list[tuple[float, int]]) -> list[list[tuple[Observation, Decision]]]:
+    """The default adaptive policy on ``plant`` through ``schedule``: (A's floor, seconds)
+    per phase, A sending its floor."""
+    t = Targets(protected={"A": schedule[0][0]}, throttled=("B",), limit_grid_iops=10,
                 device_parallel=True)
     policy = make_policy("adaptive", t)
-    plant = _OneServer(410.0)
-    _run(policy, plant, 20)
-    for floor in (4099.0, 2049.0):
-        policy.set_floors({"A": floor})
+    phases = []
+    for k, (floor, seconds) in enumerate(schedule):
+        if k:
+            policy.set_floors({"A": floor})
         plant.a_iops = floor
-        phase = _run(policy, plant, 40)
+        phases.append(_run(policy, plant, seconds))
+    return phases
+
+
+def test_b_gets_what_the_curve_leaves_on_a_single_server_device() -> None:
+    # [Oe] evaluation 2's schedule: A's floor 410, 4,099, then 2,049.
+    phase = _phases(_OneServer(410.0), [(410.0, 20), (4099.0, 40), (2049.0, 40)])[-1]
     tail = phase[-20:]
     assert all(o.group("A").iops >= 0.95 * 2049 for o, _ in tail)
     b_iops = sum(o.group("B").iops for o, _ in tail) / len(tail)
@@ -190,3 +198,34 @@ def test_the_knees_while_a_catches_up_do_not_hold_b_down() -> None:
     tail = phase[-15:]
     b_iops = sum(o.group("B").iops for o, _ in tail) / len(tail)
     assert b_iops >= 850, [(round(o.group("B").iops), d.state.value) for o, d in phase]
+
+
+class _SaturatesAtItsCap:
+    """[Oe] evaluation 2's phase 2 on the lab ``ssd`` (2026-12-07 08:10-08:11): a device of
+    6,300 IOPS whose await is 1.4 ms until 95 % of it and 4 ms past that, where A and B
+    are served in proportion. A sends ``a_iops``; B wants 3,200 reads and 800 writes."""
+
+    def __init__(self, a_iops: float) -> None:
+        self.a_iops = a_iops
+        self.limit: object = UNLIMITED
+
+    def __call__(self, limit: object) -> Observation:
+        lim_r, lim_w = getattr(limit, "riops", None), getattr(limit, "wiops", None)
+        br = 3200.0 if lim_r is None else min(float(lim_r), 3200.0)
+        bw = 800.0 if lim_w is None else min(float(lim_w), 800.0)
+        scale = min(1.0, 0.98 * 6300.0 / (self.a_iops + br + bw))
+        total = (self.a_iops + br + bw) * scale
+        return observed(self.a_iops * scale, br * scale, bw * scale,
+                        1.4 if total < 0.95 * 6300.0 else 4.0)
+
+
+def test_a_probe_stays_below_the_estimate_a_missed_under() -> None:
+    # A miss sets X's ceiling; the estimate it ran under now bounds the probes too. In the
+    # run a probe 9 s after a miss raised the estimate past it, B's budget with it, and A
+    # missed again (on this plant: at the 12th interval after the floor step, after
+    # probes at the 11th).
+    phase = _phases(_SaturatesAtItsCap(425.0), [(425.0, 20), (4246.0, 60)])[-1]
+    short = [k for k, (o, _) in enumerate(phase) if o.group("A").iops < 0.95 * 4246.0]
+    assert max(short) < 10, [(round(o.group("A").iops), d.state.value) for o, d in phase]
+    probes = [k for k, (_, d) in enumerate(phase) if d.state.value == "probe"]
+    assert all(k < max(short) for k in probes), probes
