@@ -174,9 +174,8 @@ class AdaptiveParams:
         latency_stretch_backoff: the same in latency mode, in steps of
             ``latency_stretch_step`` below the level B's limits had reached: the level one
             step below is the last one A kept its floor under (the limits follow the
-            stretch an interval late, which that level already counts). On the unit plant
-            of [Oe] evaluation 2 one step left B 96 % of the bound in its last phase and two
-            89 %, with as many misses.
+            stretch an interval late, which that level already counts), and the steps are
+            small enough that a second one would give up more of B than it buys A.
         restretch_after: intervals in a row with A at its floor before a stretch resumes
             after one hurt A (``stretch_after`` applies to the first).
         grid_dither: on a throttle grid (:attr:`Targets.limit_grid_iops`), a group held at

@@ -103,9 +103,8 @@ class Stretch:
         steps below the level B's limits had reached -- X's budget there is under a knee
         that says little about A (on the lab ``ssd`` the knees that followed each
         withdrawal cut the estimate to A's floor, and B climbed back from its minimum for
-        15 s of 40). Later
-        stretches stop at that level, until the floors or the workload change; in both
-        modes B gives up A's shortfall for this interval."""
+        15 s of 40). Later stretches stop at that level, until the floors or the workload
+        change; in both modes B gives up A's shortfall for this interval."""
         old = self.stretch
         level = self._level_in_force(iv.cr, iv.cw)
         back = level / (1 + self._stretch_step()) ** self._stretch_backoff()
