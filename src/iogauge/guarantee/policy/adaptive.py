@@ -327,15 +327,6 @@ class AdaptivePolicy(WorkConservation, LatencyKnees, Stretch):
         x_old = self.x
         drop = _clamp(p.miss_gain * iv.short_frac, p.knee_step_pct / 100, p.max_cut_pct / 100)
         self._set_ceiling(x_old, iv.cr, iv.cw, iv.obs)
-        cap = self.lat.cap
-        if self.parallel and cap is not None \
-                and (self.lat.ceiling is None or cap < self.lat.ceiling):
-            # B's budget is X of the estimate: the estimate A missed under bounds later
-            # probes as X's ceiling bounds X's recovery, or a probe hands B what the
-            # ceiling holds back ([Oe] evaluation 2 on the lab ``ssd``, 2026-12-07 08:11:
-            # a probe 9 s after a miss raised the estimate past it, and A missed again).
-            self.lat.ceiling = cap
-            self.lat.l0_at_ceiling = self.lat.l0
         self.x = max(p.x_min_pct / 100, x_old - drop)
         self.healthy = 0
         return State.PROTECT, f"{iv.a_why}; X {x_old:.1%} → {self.x:.1%}"
@@ -570,7 +561,16 @@ class AdaptivePolicy(WorkConservation, LatencyKnees, Stretch):
         return a_frac
 
     def _set_ceiling(self, x: float, cr: float, cw: float, obs: Observation) -> None:
+        """A was hurt at target ``x``: X recovers no higher, and in latency mode (where B's
+        budget is X of the estimate) probes raise the estimate no higher than the one in
+        force -- else a probe hands B what X's ceiling holds back ([Oe] evaluation 2 on the
+        lab ``ssd``: a probe 9 s after a miss raised the estimate past it, and A missed
+        again)."""
         self.ceiling = x if self.ceiling is None else min(self.ceiling, x)
+        cap = self.lat.cap
+        if self.parallel and cap is not None \
+                and (self.lat.ceiling is None or cap < self.lat.ceiling):
+            self.lat.set_ceiling(cap)
         self._mark_regime(cr, cw, obs)
 
     def _mark_regime(self, cr: float, cw: float, obs: Observation) -> None:

@@ -64,8 +64,9 @@ class _LatencyCapacity:
     for the current workload; without aqu-sz it drifts up slowly). Past ``knee·l0`` the device
     is queueing: the capacity is at most what it delivered. Below ``probe·l0`` with B using
     its whole allowance, the estimate may grow by ``probe_step`` (bounded by ``ceiling``, the
-    estimate the first knee of the last knee episode found, and by the fitted curve's
-    asymptote) — probing stops well before the knee, so it never queues A.
+    estimate the first knee of the last knee episode found or the lowest a miss of A
+    happened under, and by the fitted curve's asymptote) — probing stops well before the
+    knee, so it never queues A.
 
     Knee and probe are judged against :meth:`reference`: the highest of the baseline, the
     await that knee cuts could not lower (``floor_ms``, see :class:`KneeEpisode`) and, where
@@ -85,6 +86,12 @@ class _LatencyCapacity:
         self.curve = LatencyCurve(p.latency_curve_window)
         #: The curve fitted after the latest interval (None: the points do not fit one).
         self.fit: CurveFit | None = None
+
+    def set_ceiling(self, cap: float) -> None:
+        """Probes stay below ``cap`` until the workload changes (a baseline that moved by
+        ``regime_change_ratio`` from the one seen here) or the floors do."""
+        self.ceiling = cap
+        self.l0_at_ceiling = self.l0
 
     def on_curve_ms(self, t: float | None) -> float | None:
         """The fitted curve's await at load ``t``; None without a fit, or past the middle

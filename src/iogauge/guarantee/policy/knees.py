@@ -54,8 +54,7 @@ class LatencyKnees:
         if cap_old is None:
             return State.KNEE, iv.cong_why
         if first or self.lat.ceiling is None:
-            self.lat.ceiling = cap_old
-            self.lat.l0_at_ceiling = self.lat.l0
+            self.lat.set_ceiling(cap_old)
         self.lat.cap = max(min(cap_old, t), 1.0)
         return State.KNEE, (f"{iv.cong_why}; capacity estimate {cap_old:.0f} → "
                             f"{self.lat.cap:.0f} IOPS (what the device served), X stays "
